@@ -1,0 +1,82 @@
+"""An execution kept running after its lease expired: for that long it ran as a zombie.
+
+Anti-pattern: a Redis lock with a TTL is a lease. Its expiry makes the key available again; it does not
+stop the code that acquired it. The job ran longer than the TTL (and no renewal, or no *confirmed*
+renewal, extended it), so from the expiry on it ran without the exclusivity it assumed.
+
+Best practice: a local lease deadline with a margin, renewal independent of the work loop, and a check
+before each bounded unit of work that stops once the deadline has passed or ownership is uncertain.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.base import CheckContext, ev, when
+from leaselog.durations import format_duration
+from leaselog.findings import Finding
+
+CODE = "LL102"
+KIND = "lease_outlived"
+SEVERITY = "error"
+
+
+def zombies(executions: pl.DataFrame) -> pl.DataFrame:
+    """Executions whose last moment alive lies after their lease's expiry (not after a release)."""
+    return (
+        executions.filter(pl.col("expires_at").is_not_null() & (pl.col("lease_end") == "expired"))
+        .with_columns(((pl.col("end") - pl.col("expires_at")).dt.total_microseconds() / 1000).alias("zombie_ms"))
+        .filter(pl.col("zombie_ms") > 0)
+        .sort("job_id", "expires_at")
+    )
+
+
+def check(ctx: CheckContext) -> list[Finding]:
+    z = zombies(ctx.executions)
+    if z.height == 0:
+        return []
+    # who took the key over while the zombie ran (first other acquisition after the expiry)
+    acq = ctx.executions.filter(pl.col("acquired_at").is_not_null()).select(
+        "job_id", pl.col("execution_id").alias("next_id"), pl.col("acquired_at").alias("next_at"),
+        pl.col("file").alias("next_file"), pl.col("acquired_line").alias("next_line"))
+    z = z.join(acq, on="job_id", how="left").filter(
+        pl.col("next_at").is_null() | ((pl.col("next_id") != pl.col("execution_id")) & (pl.col("next_at") >= pl.col("acquired_at")))
+    ).sort("next_at", nulls_last=True).group_by("job_id", "execution_id", maintain_order=True).first()
+    out: list[Finding] = []
+    for r in z.iter_rows(named=True):
+        ck = r["clock"]
+        ttl = format_duration(r["ttl_ms"])
+        renewed = "no renewal extended it" if r["renewals"] == 0 else "no later renewal was confirmed"
+        until = "its log ends" if r["end_kind"] == "open" else "it kept running until"
+        message = (
+            f"{r['execution_id']} ({r['pod']}) acquired {r['job_id']} at {when(r['acquired_at'], ck)} with a "
+            f"{ttl} lease; the lease expired at {when(r['expires_at'], ck)} ({renewed}) and {until} "
+            f"{when(r['end'], ck)}: {format_duration(r['zombie_ms'])} as a zombie without the lock."
+        )
+        takeover: tuple[str, ...] = ()
+        if r["next_id"] is not None and r["next_at"] <= r["end"]:
+            message += f" Meanwhile {r['next_id']} acquired the key at {when(r['next_at'], ck)}."
+            takeover = (r["next_id"],)
+        evidence = [
+            *ev(r["file"], r["acquired_line"], "lease acquired"),
+            *ev(r["last_file"], r["ended_line"] or r["last_line"], "still running / ends"),
+        ]
+        if takeover:
+            evidence += ev(r["next_file"], r["next_line"], "another execution acquires")
+        out.append(
+            Finding(
+                kind=KIND,
+                code=CODE,
+                severity=SEVERITY,
+                job_id=r["job_id"],
+                execution_ids=(r["execution_id"], *takeover),
+                pods=(r["pod"],),
+                start=r["expires_at"],
+                end=r["end"],
+                duration_ms=r["zombie_ms"],
+                message=message,
+                evidence=tuple(evidence),
+                details={"ttlMs": r["ttl_ms"], "runtimeMs": r["runtime_ms"], "openEnded": r["end_kind"] == "open"},
+            )
+        )
+    return out

@@ -1,0 +1,184 @@
+"""The `leaselog` command line. Every command opens the library and only formats what it returns."""
+
+from __future__ import annotations
+
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from leaselog.config import ConfigError
+from leaselog.durations import parse_duration_ms, parse_signed_duration_ms
+from leaselog.findings import SEVERITY_RANK
+from leaselog.reading.sources import InputError
+
+app = typer.Typer(
+    name="leaselog",
+    help="Explain distributed-lock lease incidents from job workers' structured logs.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """Explain distributed-lock lease incidents from job workers' structured logs."""
+
+
+class FailOn(str, Enum):
+    never = "never"
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+def _duration(value: str | None, option: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration_ms(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint=option) from e
+
+
+def _offsets(values: list[str] | None) -> dict[str, float] | None:
+    if not values:
+        return None
+    out: dict[str, float] = {}
+    for v in values:
+        pod, sep, amount = v.rpartition("=")
+        if not sep or not pod:
+            raise typer.BadParameter(f"{v!r}: use POD=OFFSET, e.g. pod-b=-120ms", param_hint="--clock-offset")
+        try:
+            out[pod] = parse_signed_duration_ms(amount)
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--clock-offset") from e
+    return out
+
+
+def _progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
+    """A rich progress bar on byte counts when stderr is a terminal; (callback, progress) or (None, None)."""
+    if not console.is_terminal or os.environ.get("CI"):
+        return None, None
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    from leaselog.reading.sources import expand_sources
+
+    sources, _ = expand_sources(paths)
+    total = sum(Path(s.path).stat().st_size for s in sources if not s.is_stdin and not s.path.endswith(".gz"))
+    if total < 32 * 1024 * 1024:
+        return None, None
+    progress = Progress("reading", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+                        console=console, transient=True)
+    task = progress.add_task("read", total=total or None)
+
+    def advance(n: int) -> None:
+        progress.update(task, advance=n)
+
+    return advance, progress
+
+
+@app.command()
+def analyze(
+    paths: Annotated[list[str], typer.Argument(help="Log files, folders (read recursively), globs, or - for stdin.",
+                                               show_default=False)],
+    lease_ttl: Annotated[str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the findings as JSON (the contract in the README).")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
+    parquet: Annotated[Path | None, typer.Option(help="Write every table as Parquet into this folder.")] = None,
+    fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding of this severity or worse exists.")] = FailOn.never,
+    max_skew: Annotated[str | None, typer.Option(help="Clock-skew bound between pods; smaller cross-pod findings are 'uncertain'. Default 250ms.")] = None,
+    clock_offset: Annotated[list[str] | None, typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms.")] = None,
+    stop_slo: Annotated[str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")] = None,
+    takeover_slo: Annotated[str | None, typer.Option(help="Takeover target after a crash. Default 60s.")] = None,
+    renewal_interval: Annotated[str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")] = None,
+    log_format: Annotated[str | None, typer.Option("--format", help="Force one input format for all files (see `leaselog formats`).")] = None,
+    config: Annotated[Path | None, typer.Option(help="A leaselog.toml with field/event mappings and settings (default: ./leaselog.toml if present).")] = None,
+    max_jobs: Annotated[int, typer.Option(help="Jobs shown in the terminal (all are in --json/--html).")] = 50,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+) -> None:
+    """Analyze logs and explain lease incidents.
+
+    [bold]Examples[/bold]
+
+      leaselog analyze sample_logs/article-incident/
+
+      leaselog analyze 'logs/*.jsonl' logs/old.jsonl.gz - --lease-ttl 10m --json findings.json --fail-on error
+
+    Exit code: 0 when no finding reaches --fail-on, 1 when one does, 2 for usage or input errors.
+    """
+    from leaselog.analysis import analyze as run_analysis
+    from leaselog.render.terminal import render
+
+    console = Console(stderr=False, quiet=quiet)
+    err = Console(stderr=True)
+    options: dict[str, Any] = {
+        "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),
+        "max_skew_ms": _duration(max_skew, "--max-skew"),
+        "stop_slo_ms": _duration(stop_slo, "--stop-slo"),
+        "takeover_slo_ms": _duration(takeover_slo, "--takeover-slo"),
+        "renewal_interval_ms": _duration(renewal_interval, "--renewal-interval"),
+        "clock_offsets_ms": _offsets(clock_offset),
+        "format": log_format,
+    }
+    if log_format is not None:
+        from leaselog.reading.formats import FORMATS
+
+        if log_format not in FORMATS:
+            raise typer.BadParameter(f"{log_format!r}; known: {', '.join(FORMATS)}", param_hint="--format")
+    if config is None and Path("leaselog.toml").is_file():
+        config = Path("leaselog.toml")
+    callback, progress = _progress_reader(paths, err)
+    try:
+        if progress is not None:
+            with progress:
+                a = run_analysis(paths, config=config, progress=callback, **options)
+        else:
+            a = run_analysis(paths, config=config, **options)
+    except (InputError, ConfigError) as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from e
+    render(a, console, max_jobs=max_jobs)
+    if json_out is not None:
+        a.write_json(json_out)
+        console.print(f"wrote {json_out}")
+    if parquet is not None:
+        a.write_parquet(parquet)
+        console.print(f"wrote {parquet}/")
+    if html is not None:
+        from leaselog.render.html import write_report
+
+        write_report(a, html)
+        console.print(f"wrote {html}")
+    if fail_on is not FailOn.never:
+        limit = SEVERITY_RANK[fail_on.value]
+        if any(SEVERITY_RANK[f.severity] <= limit for f in a.finding_list):
+            raise typer.Exit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: returns the exit code (0 ok, 1 findings at --fail-on, 2 usage/input error)."""
+    try:
+        app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
+    except typer.Exit as e:
+        return int(e.exit_code)
+    except typer.Abort:
+        return 130
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            return 2
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

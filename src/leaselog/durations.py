@@ -1,0 +1,65 @@
+"""Parsing and formatting of human durations (`10m`, `30s`, `600000ms`, `2m31.5s`)."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS_MS = {"ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
+_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+
+
+def parse_duration_ms(text: str | int | float) -> float:
+    """Parse `10m`, `30s`, `600000ms`, `1h30m`, `250` (bare number = milliseconds) into milliseconds.
+
+    Raises ValueError with the offending text when it is not a duration.
+    """
+    if isinstance(text, int | float):
+        if text < 0:
+            raise ValueError(f"duration must not be negative: {text}")
+        return float(text)
+    s = text.strip().lower().replace(" ", "")
+    if not s:
+        raise ValueError("empty duration")
+    if re.fullmatch(r"\d+(?:\.\d+)?", s):
+        return float(s)
+    pos = 0
+    total = 0.0
+    for m in _PART.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS_MS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or pos == 0:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 10m, 30s, 600000ms, 1h30m)")
+    return total
+
+
+def format_duration(ms: float | int | None) -> str:
+    """Render milliseconds as a human duration: `850ms`, `4.2s`, `2m31.5s`, `1h02m`."""
+    if ms is None:
+        return "?"
+    neg = ms < 0
+    ms = abs(float(ms))
+    if ms < 1000:
+        out = f"{ms:.0f}ms"
+    elif ms < 60_000:
+        out = f"{ms / 1000:.1f}s"
+    elif ms < 3_600_000:
+        minutes, rest = divmod(ms, 60_000)
+        secs = f"{rest / 1000:.1f}".removesuffix(".0")
+        out = f"{int(minutes)}m" if secs == "0" else f"{int(minutes)}m{secs}s"
+    else:
+        hours, rest = divmod(ms, 3_600_000)
+        out = f"{int(hours)}h{int(rest // 60_000):02d}m"
+    return f"-{out}" if neg else out
+
+
+def parse_signed_duration_ms(text: str | int | float) -> float:
+    """Like parse_duration_ms but allows a leading sign (clock offsets: `-120ms`, `+1.5s`)."""
+    if isinstance(text, int | float):
+        return float(text)
+    s = text.strip()
+    if s[:1] in "+-":
+        value = parse_duration_ms(s[1:])
+        return -value if s[0] == "-" else value
+    return parse_duration_ms(s)

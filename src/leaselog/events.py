@@ -1,0 +1,444 @@
+"""Canonical events: the vocabulary, its aliases, and the typed polars frame every later layer reads.
+
+The reader hands over one row of raw strings per lease event (already picked out of whatever log shape it
+came in); `build_events` types them, maps event aliases onto the canonical vocabulary and puts every event
+on one timeline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from leaselog.config import Settings
+
+CANONICAL_EVENTS: tuple[str, ...] = (
+    "job_triggered",
+    "lock_acquired",
+    "lock_denied",
+    "job_started",
+    "lease_renewal",
+    "ownership_lost",
+    "job_stop_requested",
+    "job_stopped",
+    "job_finished",
+    "lock_released",
+    "completion",
+    # Not in the article's vocabulary, but in its demo: a line proving the execution was alive then
+    # (`still_running_after_b_started`, heartbeats, progress lines).
+    "job_progress",
+)
+
+# alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)
+EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
+    **{e: (e, {}) for e in CANONICAL_EVENTS},
+    "triggered": ("job_triggered", {}),
+    "job_received": ("job_triggered", {}),
+    "message_received": ("job_triggered", {}),
+    "acquired": ("lock_acquired", {}),
+    "lease_acquired": ("lock_acquired", {}),
+    "lock_granted": ("lock_acquired", {}),
+    "denied": ("lock_denied", {}),
+    "lease_denied": ("lock_denied", {}),
+    "lock_busy": ("lock_denied", {}),
+    "started": ("job_started", {}),
+    "job_start": ("job_started", {}),
+    "renewal": ("lease_renewal", {}),
+    "lock_renewal": ("lease_renewal", {}),
+    "lease_renewed": ("lease_renewal", {"renewal_outcome": "success"}),
+    "lease_renewal_failed": ("lease_renewal", {"renewal_outcome": "error"}),
+    "lease_renewal_rejected": ("lease_renewal", {"renewal_outcome": "rejected"}),
+    "lease_renewal_timeout": ("lease_renewal", {"renewal_outcome": "timeout"}),
+    "lease_lost": ("ownership_lost", {}),
+    "lock_lost": ("ownership_lost", {}),
+    "stop_requested": ("job_stop_requested", {}),
+    "cancel_requested": ("job_stop_requested", {}),
+    "stopped": ("job_stopped", {}),
+    "job_cancelled": ("job_stopped", {}),
+    "cancelled": ("job_stopped", {}),
+    "finished": ("job_finished", {}),
+    "job_completed": ("job_finished", {}),
+    "job_done": ("job_finished", {}),
+    "released": ("lock_released", {}),
+    "lock_release": ("lock_released", {}),
+    "release_deleted_1": ("lock_released", {"released": "true"}),
+    "release_deleted_0": ("lock_released", {"released": "false"}),
+    "release_failed": ("lock_released", {"release_outcome": "error"}),
+    "completion_accepted": ("completion", {"outcome": "accepted"}),
+    "completion_duplicate": ("completion", {"outcome": "duplicate"}),
+    "completion_rejected": ("completion", {"outcome": "rejected"}),
+    "result_committed": ("completion", {"outcome": "accepted"}),
+    "still_running": ("job_progress", {}),
+    "still_running_after_b_started": ("job_progress", {}),
+    "heartbeat": ("job_progress", {}),
+    "progress": ("job_progress", {}),
+}
+
+# canonical field -> source keys (after nested objects are flattened to dotted keys), in precedence order.
+# Pod precedence follows FORMATS.md; GELF's `host` (the application name) is only a last resort.
+FIELD_ALIASES: dict[str, list[str]] = {
+    "ts": ["ts", "@timestamp", "timestamp", "time", "timeUnixNano", "observedTimeUnixNano", "date"],
+    "pod": [
+        "kubernetes.pod_name",
+        "k8s.pod.name",
+        "service.node.name",
+        "pod",
+        "podName",
+        "pod_name",
+        "HOSTNAME",
+        "hostname",
+        "host.name",
+        "gelf.host",
+    ],
+    "job_id": ["jobId", "job_id", "job.id", "jobID", "jobid"],
+    "execution_id": ["executionId", "execution_id", "execution.id", "executionID", "attemptId", "attempt_id"],
+    "event": ["event", "event.name", "event.action", "eventName", "event_name", "evt"],
+    "elapsed_ms": ["elapsedMs", "elapsed_ms", "elapsed"],
+    "lease_ms": ["leaseMs", "lease_ms", "ttlMs", "ttl_ms", "leaseDurationMs", "lease.ms"],
+    "fencing_token": ["fencingToken", "fencing_token", "fencing.token", "token"],
+    "owner": ["owner", "ownerId", "owner_id", "lockValue", "lock.owner"],
+    "renewal_outcome": ["renewalOutcome", "renewal_outcome", "renewal.outcome"],
+    "latency_ms": ["latencyMs", "latency_ms", "renewalLatencyMs", "latency"],
+    "reason": ["reason", "stopReason", "stop_reason"],
+    "status": ["status", "jobStatus", "job_status"],
+    "released": ["released", "deleted", "releaseDeleted"],
+    "release_outcome": ["releaseOutcome", "release_outcome", "releaseError"],
+    "outcome": ["outcome", "completionOutcome", "completion_outcome", "completion.outcome"],
+    "trigger": ["trigger", "triggerType", "trigger_type", "messaging.system"],
+    "topic": [
+        "kafka.topic",
+        "topic",
+        "kafka_receivedTopic",
+        "messaging.destination.name",
+        "stream",
+        "redis.stream",
+    ],
+    "partition": [
+        "kafka.partition",
+        "partition",
+        "kafka_receivedPartitionId",
+        "messaging.kafka.destination.partition",
+        "messaging.destination.partition.id",
+    ],
+    "offset": ["kafka.offset", "offset", "kafka_offset", "messaging.kafka.message.offset"],
+    "message_id": [
+        "messageId",
+        "message_id",
+        "messaging.message.id",
+        "msgId",
+        "kafka_messageKey",
+        "streamEntryId",
+        "stream.entry_id",
+    ],
+    "delivery_count": [
+        "deliveryCount",
+        "delivery_count",
+        "kafka_deliveryAttempt",
+        "deliveryAttempt",
+        "delivery_attempt",
+        "messaging.delivery_count",
+    ],
+    "attempt": ["attempt", "retryAttempt", "retry_attempt", "retry.attempt"],
+    "message": ["message", "msg", "short_message", "body"],
+}
+
+_STRING_FIELDS = ("pod", "job_id", "execution_id", "owner", "reason", "status", "trigger", "topic", "message_id")
+_FLOAT_FIELDS = ("elapsed_ms", "latency_ms")
+_INT_FIELDS = ("lease_ms", "fencing_token", "partition", "offset", "delivery_count", "attempt")
+
+# The typed frame: column -> dtype. Documented column by column in `leaselog.schema`.
+EVENT_SCHEMA: dict[str, pl.DataType] = {
+    "t": pl.Datetime("us", "UTC"),
+    "clock": pl.String(),
+    "seq": pl.Int64(),
+    "pod": pl.String(),
+    "job_id": pl.String(),
+    "execution_id": pl.String(),
+    "event": pl.String(),
+    "raw_event": pl.String(),
+    "elapsed_ms": pl.Float64(),
+    "lease_ms": pl.Int64(),
+    "fencing_token": pl.Int64(),
+    "owner": pl.String(),
+    "renewal_outcome": pl.String(),
+    "latency_ms": pl.Float64(),
+    "reason": pl.String(),
+    "status": pl.String(),
+    "released": pl.Boolean(),
+    "release_outcome": pl.String(),
+    "outcome": pl.String(),
+    "trigger": pl.String(),
+    "topic": pl.String(),
+    "partition": pl.Int64(),
+    "offset": pl.Int64(),
+    "message_id": pl.String(),
+    "delivery_count": pl.Int64(),
+    "attempt": pl.Int64(),
+    "message": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "fields": pl.String(),
+}
+
+# Columns the reader fills with raw strings (everything but what build_events derives).
+RAW_COLUMNS: tuple[str, ...] = (
+    "ts",
+    *(c for c in EVENT_SCHEMA if c not in ("t", "clock", "seq", "file", "line", "fields")),
+    "file",
+    "line",
+    "fields",
+    "file_index",
+)
+
+_NORMALISE = re.compile(r"[\s.\-/:]+")
+
+
+def normalise_event_name(name: str) -> str:
+    return _NORMALISE.sub("_", name.strip().lower())
+
+
+_OUTCOMES = {
+    "success": "success",
+    "succeeded": "success",
+    "ok": "success",
+    "renewed": "success",
+    "true": "success",
+    "1": "success",
+    "rejected": "rejected",
+    "denied": "rejected",
+    "lost": "rejected",
+    "not_owner": "rejected",
+    "false": "rejected",
+    "0": "rejected",
+    "timeout": "timeout",
+    "timed_out": "timeout",
+    "timedout": "timeout",
+    "error": "error",
+    "exception": "error",
+    "failed": "error",
+    "failure": "error",
+}
+
+
+@dataclass
+class FieldMapper:
+    """Picks canonical fields out of one flattened record. Built once per run from the settings."""
+
+    settings: Settings
+    aliases: dict[str, list[str]] = field(init=False)
+    event_aliases: dict[str, tuple[str, dict[str, str]]] = field(init=False)
+    rules: list[tuple[str, re.Pattern[str]]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.aliases = {k: list(v) for k, v in FIELD_ALIASES.items()}
+        for canonical, extra in self.settings.fields.items():
+            # user names take precedence over the built-in spellings
+            self.aliases[canonical] = [*extra, *self.aliases[canonical]]
+        self.event_aliases = dict(EVENT_ALIASES)
+        for canonical, names in self.settings.events.items():
+            for n in names:
+                self.event_aliases[normalise_event_name(n)] = (canonical, {})
+        self.rules = [(r.event, re.compile(r.message_regex)) for r in self.settings.rules]
+
+    @property
+    def needles(self) -> tuple[bytes, ...] | None:
+        """Byte strings one of which every lease-event line must contain (a cheap prefilter), or None."""
+        if self.rules:
+            return None
+        return tuple(n.rsplit(".", 1)[-1].encode() for n in self.aliases["job_id"])
+
+    def extract(self, rec: Mapping[str, Any]) -> tuple[str, dict[str, str | None]] | str | None:
+        """Map one flattened record.
+
+        Returns (canonical event, raw canonical fields), or a string naming an event it does not know
+        (an unmapped event name, so a user can map it), or None for a line unrelated to leases.
+        """
+        row: dict[str, str | None] = {}
+        for canonical, keys in self.aliases.items():
+            for k in keys:
+                v = rec.get(k)
+                if v is not None and v != "":
+                    row[canonical] = _to_str(v)
+                    break
+        event_name = row.get("event")
+        implied: dict[str, str] = {}
+        canonical_event: str | None = None
+        if event_name is not None:
+            hit = self.event_aliases.get(normalise_event_name(event_name))
+            if hit is not None:
+                canonical_event, implied = hit
+        if canonical_event is None and self.rules:
+            message = row.get("message")
+            if message:
+                for ev, rx in self.rules:
+                    m = rx.search(message)
+                    if m:
+                        canonical_event = ev
+                        for g, val in m.groupdict().items():
+                            if val is not None:
+                                rec_key = g
+                                for canon, keys in self.aliases.items():
+                                    if g == canon or g in keys:
+                                        rec_key = canon
+                                        break
+                                row[rec_key] = val
+                        break
+        if row.get("job_id") is None:
+            return None
+        if canonical_event is None:
+            return event_name if event_name is not None else None
+        for k, v in implied.items():
+            row.setdefault(k, v)
+        row["raw_event"] = event_name
+        return canonical_event, row
+
+
+def _to_str(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    if isinstance(v, dict | list):
+        import orjson
+
+        return orjson.dumps(v).decode()
+    return str(v)
+
+
+def _parse_time(col: pl.Expr) -> pl.Expr:
+    """ISO 8601 with `Z`/offset/no zone (taken as UTC), or an epoch number in s/ms/us/ns by magnitude."""
+    num = col.cast(pl.Float64, strict=False)
+    epoch_us = (
+        pl.when(num.abs() < 1e11)
+        .then(num * 1e6)
+        .when(num.abs() < 1e14)
+        .then(num * 1e3)
+        .when(num.abs() < 1e17)
+        .then(num)
+        .otherwise(num / 1e3)
+    )
+    from_num = epoch_us.round(0).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
+    s = col.str.strip_chars().str.replace(" ", "T", literal=True)
+    with_zone = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
+    naive = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False).dt.replace_time_zone("UTC")
+    naive_nf = s.str.to_datetime("%Y-%m-%dT%H:%M:%S", time_unit="us", strict=False).dt.replace_time_zone("UTC")
+    return pl.coalesce(pl.when(num.is_not_null()).then(from_num), with_zone, naive, naive_nf)
+
+
+PSEUDO_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class BuiltEvents:
+    events: pl.DataFrame
+    # rows rejected while typing (file, line, reason), e.g. a lease event without a timestamp
+    rejected: pl.DataFrame
+
+
+def build_events(raw: dict[str, list[Any]], event_names: list[str], settings: Settings) -> BuiltEvents:
+    """Type the reader's raw columns into the canonical event frame (schema: EVENT_SCHEMA)."""
+    n = len(event_names)
+    data: dict[str, Any] = {k: raw.get(k, [None] * n) for k in RAW_COLUMNS}
+    df = pl.DataFrame(
+        {
+            **{k: pl.Series(k, v, dtype=pl.String) for k, v in data.items() if k not in ("line", "file_index")},
+            "line": pl.Series("line", data["line"], dtype=pl.Int64),
+            "file_index": pl.Series("file_index", data["file_index"], dtype=pl.Int64),
+            "event": pl.Series("event", event_names, dtype=pl.String),
+        }
+    )
+    df = df.with_columns(
+        _parse_time(pl.col("ts")).alias("t_wall"),
+        *(pl.col(c).cast(pl.Float64, strict=False) for c in _FLOAT_FIELDS),
+        *(pl.col(c).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) for c in _INT_FIELDS),
+        pl.col("renewal_outcome")
+        .str.to_lowercase()
+        .replace_strict(_OUTCOMES, default=pl.col("renewal_outcome").str.to_lowercase()),
+        pl.col("released")
+        .str.to_lowercase()
+        .replace_strict({"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}, default=None,
+                        return_dtype=pl.Boolean),
+        pl.col("outcome").str.to_lowercase(),
+        pl.col("release_outcome").str.to_lowercase(),
+        pl.col("trigger").str.to_lowercase(),
+    )
+    # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)
+    df = df.with_columns(
+        pl.when(pl.col("event") == "lease_renewal")
+        .then(pl.col("renewal_outcome").fill_null("success"))
+        .otherwise(pl.col("renewal_outcome"))
+        .alias("renewal_outcome")
+    )
+    # A file with wall-clock times cannot place a lease event that lacks one: reject it, located.
+    file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")
+    bad_time = file_has_wall & pl.col("t_wall").is_null()
+    rejected = df.filter(bad_time).select(
+        "file",
+        "line",
+        pl.format("lease event `{}` without a parseable timestamp ({})", pl.col("raw_event"),
+                  pl.col("ts").fill_null("missing")).alias("reason"),
+    )
+    df = df.filter(~bad_time)
+    df = df.sort(["file_index", "line"]).with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+
+    offsets = settings.clock_offsets_ms
+    if offsets:
+        off = pl.col("pod").replace_strict(offsets, default=0.0, return_dtype=pl.Float64)
+        df = df.with_columns(
+            (pl.col("t_wall") - pl.duration(microseconds=(off * 1000).round(0).cast(pl.Int64))).alias("t_wall")
+        )
+    df = df.with_columns(
+        pl.when(pl.col("t_wall").is_not_null())
+        .then(pl.lit("wall"))
+        .when(pl.col("elapsed_ms").is_not_null())
+        .then(pl.lit("elapsed"))
+        .otherwise(pl.lit("order"))
+        .alias("clock")
+    )
+    if (df["clock"] != "wall").any():
+        df = _pseudo_times(df)
+    else:
+        df = df.with_columns(pl.col("t_wall").alias("t"))
+    df = df.with_columns(pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod"))))
+    events = df.select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()])
+    return BuiltEvents(events=events, rejected=rejected)
+
+
+def _pseudo_times(df: pl.DataFrame) -> pl.DataFrame:
+    """Place events of files without wall-clock time on a pseudo timeline.
+
+    Within one pod, differences come from `elapsedMs` (a local monotonic clock); across pods, only the
+    line order of one file is known. Each pod's clock is anchored where it first appears after the line
+    before it, and the timeline is kept in line order. Cross-pod durations on it are estimates, which is
+    why findings on `clock != "wall"` events are reported as uncertain. Loops only over rows lacking
+    wall-clock time: such logs (demo output) are small.
+    """
+    wall = df.filter(pl.col("clock") == "wall").with_columns(pl.col("t_wall").alias("t"))
+    rest = df.filter(pl.col("clock") != "wall")
+    base = int(PSEUDO_EPOCH.timestamp() * 1_000_000)
+    t_out: list[int] = []
+    anchors: dict[tuple[int, str], float] = {}
+    last_by_file: dict[int, float] = {}
+    order_step = 1000.0  # 1 ms per line when not even elapsedMs is known
+    for fi, pod, el in zip(rest["file_index"], rest["pod"], rest["elapsed_ms"], strict=True):
+        prev = last_by_file.get(fi)
+        key = (fi, pod or "")
+        if el is None:
+            t = (prev + order_step) if prev is not None else 0.0
+        else:
+            if key not in anchors:
+                anchors[key] = (prev + order_step if prev is not None else 0.0) - el * 1000
+            t = anchors[key] + el * 1000
+            if prev is not None and t < prev:
+                t = prev
+        last_by_file[fi] = t
+        t_out.append(base + int(t))
+    rest = rest.with_columns(pl.Series("t", t_out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC")))
+    return pl.concat([wall, rest], how="vertical").sort("seq")

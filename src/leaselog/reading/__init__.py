@@ -1,0 +1,1 @@
+"""Reading logs: sources -> format detection -> per-line records -> raw canonical columns."""

@@ -1,0 +1,172 @@
+"""Executions, leases and renewals reconstructed from canonical events (vectorised, one row per thing).
+
+- An **execution** is one attempt (`executionId`) at a job (`jobId`): trigger, acquire, start, renewals,
+  ownership loss, stop request, stop, finish, release. Its interval runs from start (or acquire, or its
+  first line) to finish/stop, else to its release, else to its last line; with no finish, stop or release
+  it is *open*: the log just ends (a crash, or a log cut short).
+- A **lease** is what one acquisition gave: valid from the acquire until the last confirmed renewal +
+  TTL (a renewal confirms only if it succeeded before the lease it extends had expired), or until an
+  owner-checked release that deleted it, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.config import Settings
+
+EXEC_KEYS = ["job_id", "execution_id"]
+
+
+def _first(event: str, col: str = "t") -> pl.Expr:
+    return pl.col(col).filter(pl.col("event") == event).first()
+
+
+def _last(event: str, col: str = "t") -> pl.Expr:
+    return pl.col(col).filter(pl.col("event") == event).last()
+
+
+def renewals(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
+    """One row per renewal with outcome, latency and whether it came too late to count."""
+    r = events.filter(pl.col("event") == "lease_renewal").select(
+        *EXEC_KEYS, "pod", "t", "seq", "renewal_outcome", "latency_ms", "file", "line", "clock"
+    )
+    r = r.join(leases.select(*EXEC_KEYS, "ttl_ms"), on=EXEC_KEYS, how="left")
+    # the deadline a renewal must beat: previous confirmed point + TTL (acquire for the first one)
+    anchors = _anchors(events, leases)
+    r = r.join_asof(
+        anchors.select(*EXEC_KEYS, pl.col("t").alias("anchor_t"), "seq").sort("seq"),
+        on="seq",
+        by=EXEC_KEYS,
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ) if r.height else r.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("anchor_t"))
+    return r.with_columns(
+        (pl.col("anchor_t") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("deadline"),
+    ).with_columns(
+        ((pl.col("renewal_outcome") == "success") & (pl.col("t") > pl.col("deadline")))
+        .fill_null(False)
+        .alias("late"),
+    ).drop("anchor_t")
+
+
+def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
+    """Points that (re)start a lease's TTL: the acquire and each renewal that succeeded in time.
+
+    Whether a renewal was in time depends on the anchor before it, so the chain is cut at the first renewal
+    that was not: after it, the lease is gone and later "successes" cannot revive it.
+    """
+    ttl = leases.select(*EXEC_KEYS, "ttl_ms")
+    pts = (
+        events.filter(
+            (pl.col("event") == "lock_acquired")
+            | ((pl.col("event") == "lease_renewal"))
+        )
+        .join(ttl, on=EXEC_KEYS, how="inner")
+        .sort("seq")
+        .with_columns(
+            pl.col("t").shift(1).over(EXEC_KEYS).alias("prev_t"),
+            (pl.col("event") == "lock_acquired").cum_sum().over(EXEC_KEYS).alias("n_acq"),
+        )
+        .filter(pl.col("n_acq") >= 1)
+    )
+    ok = (pl.col("event") == "lock_acquired") | (
+        (pl.col("renewal_outcome") == "success")
+        & (pl.col("t") <= pl.col("prev_t") + pl.duration(milliseconds=pl.col("ttl_ms")))
+    )
+    # a break is any renewal that failed or came late; everything from the first break on is dropped.
+    # (A renewal after a failed one is measured from the previous *confirmed* point, which is earlier
+    # still, so it cannot be in time if the failed one was not; using prev_t is a safe simplification.)
+    pts = pts.with_columns((~ok).cast(pl.Int32).cum_sum().over(EXEC_KEYS).alias("breaks"))
+    return pts.filter((pl.col("breaks") == 0)).select(*EXEC_KEYS, "t", "seq", "event")
+
+
+def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Return (executions, leases, renewals)."""
+    ev = events.sort("seq")
+    default_ttl = settings.lease_ttl_ms
+    terminal = pl.col("event").is_in(["job_finished", "job_stopped"])
+    ex = ev.group_by(EXEC_KEYS, maintain_order=True).agg(
+        pl.col("pod").first(),
+        pl.col("clock").first(),
+        pl.col("t").min().alias("first_seen"),
+        pl.col("t").max().alias("last_seen"),
+        pl.col("seq").min().alias("first_seq"),
+        pl.col("seq").max().alias("last_seq"),
+        _first("job_triggered").alias("triggered_at"),
+        _first("job_triggered", "trigger").alias("trigger"),
+        _first("job_triggered", "topic").alias("topic"),
+        _first("job_triggered", "partition").alias("partition"),
+        _first("job_triggered", "offset").alias("offset"),
+        _first("job_triggered", "message_id").alias("message_id"),
+        _first("job_triggered", "delivery_count").alias("delivery_count"),
+        _first("job_triggered", "attempt").alias("attempt"),
+        _first("lock_acquired").alias("acquired_at"),
+        _first("lock_acquired", "seq").alias("acquired_seq"),
+        _first("lock_acquired", "lease_ms").alias("lease_ms"),
+        _first("lock_acquired", "fencing_token").alias("fencing_token"),
+        _first("lock_denied").alias("denied_at"),
+        _first("job_started").alias("started_at"),
+        pl.col("t").filter(terminal).first().alias("ended_at"),
+        pl.col("event").filter(terminal).first().alias("end_event"),
+        _first("ownership_lost").alias("ownership_lost_at"),
+        _first("job_stop_requested").alias("stop_requested_at"),
+        _first("job_stopped").alias("stopped_at"),
+        _first("job_finished").alias("finished_at"),
+        _first("job_finished", "status").alias("finish_status"),
+        _first("lock_released").alias("released_at"),
+        _first("lock_released", "released").alias("release_deleted"),
+        _first("lock_released", "release_outcome").alias("release_outcome"),
+        (pl.col("event") == "lease_renewal").sum().cast(pl.Int64).alias("renewals"),
+        ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
+        .sum()
+        .cast(pl.Int64)
+        .alias("renewal_failures"),
+        pl.col("file").first(),
+        _first("lock_acquired", "line").alias("acquired_line"),
+        _first("job_started", "line").alias("started_line"),
+        pl.col("line").filter(terminal).first().alias("ended_line"),
+        pl.col("line").last().alias("last_line"),
+        pl.col("file").last().alias("last_file"),
+        pl.len().alias("n_events"),
+    )
+    ex = ex.with_columns(
+        pl.coalesce("lease_ms", pl.lit(default_ttl).cast(pl.Int64)).alias("ttl_ms"),
+        pl.coalesce("started_at", "acquired_at", "first_seen").alias("start"),
+        pl.when(pl.col("ended_at").is_not_null())
+        .then(pl.col("end_event").str.replace("job_", ""))
+        .when(pl.col("released_at").is_not_null())
+        .then(pl.lit("released"))
+        .otherwise(pl.lit("open"))
+        .alias("end_kind"),
+        # last line of the execution, wherever it stands: the moment it is last known to be alive
+        pl.coalesce("ended_at", "last_seen").alias("end"),
+    ).with_columns(
+        (pl.col("end") - pl.col("start")).dt.total_microseconds().truediv(1000).alias("runtime_ms"),
+    )
+
+    acquired = ex.filter(pl.col("acquired_at").is_not_null())
+    leases_base = acquired.select(*EXEC_KEYS, "pod", "clock", "acquired_at", "ttl_ms", "fencing_token",
+                                  "released_at", "release_deleted", "file", "acquired_line")
+    anchors = _anchors(ev, leases_base)
+    last_anchor = anchors.group_by(EXEC_KEYS).agg(pl.col("t").max().alias("last_confirmed_at"),
+                                                  (pl.col("event") == "lease_renewal").sum().alias("confirmed_renewals"))
+    leases = leases_base.join(last_anchor, on=EXEC_KEYS, how="left").with_columns(
+        (pl.col("last_confirmed_at") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("expires_at"),
+    ).with_columns(
+        pl.when(pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at")))
+        .then(pl.col("released_at"))
+        .otherwise(pl.col("expires_at"))
+        .alias("valid_until"),
+        pl.when(pl.col("ttl_ms").is_null())
+        .then(pl.lit("unknown_ttl"))
+        .when(pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at")))
+        .then(pl.lit("released"))
+        .otherwise(pl.lit("expired"))
+        .alias("end_reason"),
+    )
+    ex = ex.join(leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason"), on=EXEC_KEYS, how="left")
+    ex = ex.rename({"end_reason": "lease_end"})
+    rn = renewals(ev, leases_base)
+    return ex, leases, rn

@@ -1,0 +1,1 @@
+"""Renderers: present an Analysis. They only format what the core returns."""

@@ -1,0 +1,99 @@
+"""The terminal summary: inputs, then findings grouped by job, most severe first."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from leaselog.analysis import Analysis
+from leaselog.durations import format_duration
+from leaselog.findings import SEVERITY_RANK, Finding
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+MAX_MALFORMED_SHOWN = 10
+
+
+def render(a: Analysis, console: Console, *, max_jobs: int | None = 50) -> None:
+    _inputs(a, console)
+    _malformed(a, console)
+    for p in a.problems:
+        console.print(Text(f"note: {p}", style="yellow"))
+    _findings(a, console, max_jobs)
+
+
+def _inputs(a: Analysis, console: Console) -> None:
+    t = Table(title="Inputs", title_justify="left", show_edge=False, pad_edge=False)
+    for col, just in (("file", "left"), ("format", "left"), ("lines", "right"), ("used", "right"),
+                      ("ignored", "right"), ("malformed", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for r in a.input_reports:
+        bad = Text(str(r.malformed), style="red" if r.malformed else "")
+        t.add_row(r.path, r.format, str(r.lines), str(r.used), str(r.ignored), bad)
+    tot = a.line_totals()
+    if len(a.input_reports) > 1:
+        t.add_row("total", "", str(tot["total"]), str(tot["used"]), str(tot["ignored"]), str(tot["malformed"]),
+                  style="bold")
+    console.print(t)
+    n_jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
+    console.print(f"{n_jobs} jobs, {a.executions.height} executions, {a.events.height} lease events")
+    for r in a.input_reports:
+        if r.error:
+            console.print(Text(f"{r.path}: {r.error}", style="red"))
+        if r.unmapped_events:
+            names = ", ".join(f"{k} ({v})" for k, v in r.unmapped_events.most_common(5))
+            console.print(Text(f"{r.path}: event names leaselog does not know (map them in leaselog.toml): {names}",
+                               style="yellow"))
+    if a.events.height and (a.events["clock"] != "wall").any():
+        console.print(Text("Some inputs have no wall-clock timestamps: cross-pod order comes from line order "
+                           "and durations from elapsedMs; cross-pod figures are estimates.", style="yellow"))
+
+
+def _malformed(a: Analysis, console: Console) -> None:
+    if a.malformed.height == 0:
+        return
+    total = a.line_totals()["malformed"]
+    console.print(Text(f"{total} malformed line(s):", style="red"))
+    for f, line, why in a.malformed.head(MAX_MALFORMED_SHOWN).iter_rows():
+        console.print(f"  {f}:{line}: {why}", highlight=False, markup=False)
+    if total > MAX_MALFORMED_SHOWN:
+        console.print(f"  … and {total - MAX_MALFORMED_SHOWN} more (all of them in --json output)")
+
+
+def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
+    fs = a.finding_list
+    console.print()
+    if not fs:
+        console.print(Text("No findings.", style="green bold"))
+        return
+    counts = Counter(f.severity for f in fs)
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s])
+    console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
+    by_job: dict[str, list[Finding]] = defaultdict(list)
+    for f in fs:
+        by_job[f.job_id or "(fleet)"].append(f)
+    jobs = sorted(by_job, key=lambda j: (min(SEVERITY_RANK[f.severity] for f in by_job[j]), j))
+    shown = jobs if max_jobs is None else jobs[:max_jobs]
+    for job in shown:
+        console.print()
+        console.print(Text(job, style="bold underline"))
+        for f in by_job[job]:
+            head = Text()
+            head.append(f"  {f.severity.upper():7}", style=_STYLE[f.severity])
+            head.append(f" {f.code} {f.kind}", style="bold")
+            if f.duration_ms is not None:
+                head.append(f"  {format_duration(f.duration_ms)}")
+            if f.trigger:
+                head.append(f"  trigger={f.trigger}")
+            if f.certainty == "uncertain":
+                head.append("  (uncertain)", style="magenta")
+            console.print(head)
+            console.print(Text(f"      {f.message}"), highlight=False)
+            if f.evidence:
+                where = ", ".join(f"{e.file}:{e.line}" for e in f.evidence[:6])
+                more = f" (+{len(f.evidence) - 6})" if len(f.evidence) > 6 else ""
+                console.print(Text(f"      evidence: {where}{more}", style="dim"), highlight=False)
+    if len(shown) < len(jobs):
+        console.print(f"\n… {len(jobs) - len(shown)} more jobs with findings (all of them in --json / --html)")
