@@ -1,24 +1,16 @@
-"""Shared test helpers: write small JSONL fixtures and analyze them."""
+"""Shared fixtures. Plain helpers live in tests/helpers.py (`from helpers import jsonl, SAMPLES`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import leaselog
+from helpers import ROOT, SAMPLES, analyze_rows, jsonl
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "sample_logs"
-
-
-def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
+__all__ = ["ROOT", "SAMPLES", "analyze_rows", "jsonl"]
 
 
 @pytest.fixture
@@ -31,8 +23,3 @@ def write_logs(tmp_path: Path) -> Callable[..., Path]:
         return tmp_path
 
     return _write
-
-
-def analyze_rows(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> leaselog.Analysis:
-    jsonl(tmp_path / "log.jsonl", rows)
-    return leaselog.analyze(tmp_path / "log.jsonl", **options)

@@ -165,19 +165,20 @@ def analyze(
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code (0 ok, 1 findings at --fail-on, 2 usage/input error)."""
     try:
-        app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
+        # with standalone_mode=False click returns the code of a typer.Exit instead of raising it
+        rc = app(args=argv if argv is not None else sys.argv[1:], standalone_mode=False)
     except typer.Exit as e:
         return int(e.exit_code)
     except typer.Abort:
         return 130
-    except Exception as e:  # click usage errors
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
+    except Exception as e:
+        # usage errors (typer vendors click's exception classes, so match on their interface)
+        show = getattr(e, "show", None)
+        if callable(show) and isinstance(getattr(e, "exit_code", None), int):
+            show()
             return 2
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":

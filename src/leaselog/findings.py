@@ -113,5 +113,10 @@ def findings_frame(findings: list[Finding]) -> pl.DataFrame:
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(
         findings,
-        key=lambda f: (SEVERITY_RANK[f.severity], f.job_id or "", f.start.timestamp() if f.start else 0.0, f.code),
+        key=lambda f: (
+            SEVERITY_RANK[f.severity],
+            f.job_id or "",
+            f.start.timestamp() if f.start else 0.0,
+            f.code,
+        ),
     )

@@ -26,16 +26,29 @@ def render(a: Analysis, console: Console, *, max_jobs: int | None = 50) -> None:
 
 def _inputs(a: Analysis, console: Console) -> None:
     t = Table(title="Inputs", title_justify="left", show_edge=False, pad_edge=False)
-    for col, just in (("file", "left"), ("format", "left"), ("lines", "right"), ("used", "right"),
-                      ("ignored", "right"), ("malformed", "right")):
+    for col, just in (
+        ("file", "left"),
+        ("format", "left"),
+        ("lines", "right"),
+        ("used", "right"),
+        ("ignored", "right"),
+        ("malformed", "right"),
+    ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in a.input_reports:
         bad = Text(str(r.malformed), style="red" if r.malformed else "")
         t.add_row(r.path, r.format, str(r.lines), str(r.used), str(r.ignored), bad)
     tot = a.line_totals()
     if len(a.input_reports) > 1:
-        t.add_row("total", "", str(tot["total"]), str(tot["used"]), str(tot["ignored"]), str(tot["malformed"]),
-                  style="bold")
+        t.add_row(
+            "total",
+            "",
+            str(tot["total"]),
+            str(tot["used"]),
+            str(tot["ignored"]),
+            str(tot["malformed"]),
+            style="bold",
+        )
     console.print(t)
     n_jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
     console.print(f"{n_jobs} jobs, {a.executions.height} executions, {a.events.height} lease events")
@@ -44,11 +57,20 @@ def _inputs(a: Analysis, console: Console) -> None:
             console.print(Text(f"{r.path}: {r.error}", style="red"))
         if r.unmapped_events:
             names = ", ".join(f"{k} ({v})" for k, v in r.unmapped_events.most_common(5))
-            console.print(Text(f"{r.path}: event names leaselog does not know (map them in leaselog.toml): {names}",
-                               style="yellow"))
+            console.print(
+                Text(
+                    f"{r.path}: event names leaselog does not know (map them in leaselog.toml): {names}",
+                    style="yellow",
+                )
+            )
     if a.events.height and (a.events["clock"] != "wall").any():
-        console.print(Text("Some inputs have no wall-clock timestamps: cross-pod order comes from line order "
-                           "and durations from elapsedMs; cross-pod figures are estimates.", style="yellow"))
+        console.print(
+            Text(
+                "Some inputs have no wall-clock timestamps: cross-pod order comes from line order "
+                "and durations from elapsedMs; cross-pod figures are estimates.",
+                style="yellow",
+            )
+        )
 
 
 def _malformed(a: Analysis, console: Console) -> None:
@@ -96,4 +118,6 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
                 more = f" (+{len(f.evidence) - 6})" if len(f.evidence) > 6 else ""
                 console.print(Text(f"      evidence: {where}{more}", style="dim"), highlight=False)
     if len(shown) < len(jobs):
-        console.print(f"\n… {len(jobs) - len(shown)} more jobs with findings (all of them in --json / --html)")
+        console.print(
+            f"\n… {len(jobs) - len(shown)} more jobs with findings (all of them in --json / --html)"
+        )
