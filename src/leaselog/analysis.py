@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -17,14 +17,22 @@ from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
 
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
 JSON_VERSION = 1
 
 MALFORMED_SCHEMA = {"file": pl.String(), "line": pl.Int64(), "reason": pl.String()}
 
 
-@dataclass
+@dataclass(repr=False)
 class Analysis:
-    """The result of one analysis. Frames are polars DataFrames; schemas in `leaselog.schema`."""
+    """The result of one analysis. Frames are polars DataFrames; schemas in `leaselog.schema`.
+
+    `events`, `executions`, `leases`, `renewals`, `findings` (one row per finding), `inputs`, `malformed`;
+    `finding_list` holds the findings in full (evidence notes, details). `to_dict()` is the JSON contract,
+    `write_parquet(dir)` keeps it for `leaselog.load(dir)`, `timeline(job_id)` and `overview()` draw it.
+    """
 
     events: pl.DataFrame
     executions: pl.DataFrame
@@ -36,20 +44,29 @@ class Analysis:
     settings: Settings
     problems: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        # the default dataclass repr would print every frame; a notebook wants the gist
+        by_sev = {s: sum(f.severity == s for f in self.finding_list) for s in ("error", "warning", "info")}
+        sev = ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) or "none"
+        jobs = self.executions["job_id"].n_unique() if self.executions.height else 0
+        return (
+            f"<Analysis: {len(self.input_reports)} inputs, {self.events.height} events, {jobs} jobs, "
+            f"{self.executions.height} executions, {len(self.finding_list)} findings ({sev})>"
+        )
+
     @property
     def findings(self) -> pl.DataFrame:
+        """One row per finding; `evidence` is a list of `file:line` (full records: `finding_list`)."""
         return findings_frame(self.finding_list)
 
     @property
     def inputs(self) -> pl.DataFrame:
-        return pl.DataFrame(
-            [r.as_dict() for r in self.input_reports],
-            schema={"path": pl.String, "format": pl.String, "lines": pl.Int64, "used": pl.Int64,
-                    "ignored": pl.Int64, "malformed": pl.Int64, "events": pl.Int64,
-                    "unmapped_events": pl.Object, "error": pl.String},
-        ).drop("unmapped_events") if self.input_reports else pl.DataFrame(
-            schema={"path": pl.String, "format": pl.String, "lines": pl.Int64, "used": pl.Int64,
-                    "ignored": pl.Int64, "malformed": pl.Int64, "events": pl.Int64, "error": pl.String})
+        """One row per input file and what happened to its lines (unmapped event names: `input_reports`)."""
+        from leaselog.schema import schema
+
+        cols = schema("inputs")
+        rows = [{k: r.as_dict().get(k) for k in cols} for r in self.input_reports]
+        return pl.DataFrame(rows, schema=cols)
 
     def line_totals(self) -> dict[str, int]:
         r = self.input_reports
@@ -76,9 +93,7 @@ class Analysis:
                 "wallClock": bool(t.len() and wall.len() == t.len()),
             },
             "settings": self.settings.model_dump(mode="json"),
-            "malformed": [
-                {"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()
-            ],
+            "malformed": [{"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()],
             "findings": [f.to_json_dict() for f in self.finding_list],
         }
 
@@ -87,21 +102,91 @@ class Analysis:
 
         Path(path).write_bytes(orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
 
+    def write_parquet(self, directory: str | Path) -> Path:
+        """Write every frame as Parquet into `directory`, plus what `leaselog.load` needs to rebuild this."""
+        from leaselog.store import write_parquet
+
+        return write_parquet(self, directory)
+
+    def job_ids(self) -> list[str]:
+        """Every jobId seen, sorted."""
+        return sorted(self.executions["job_id"].unique().drop_nulls().to_list())
+
+    def timeline(self, job_id: str) -> go.Figure:
+        """One job's timeline (plotly Figure): a lane per execution, lease vs execution bars, findings."""
+        if self.executions.filter(pl.col("job_id") == job_id).height == 0:
+            known = self.job_ids()
+            hint = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+            raise KeyError(f"no job {job_id!r} in this analysis; jobs: {hint or 'none'}")
+        # imported here: plotly is only paid for by those who draw
+        from leaselog.render.figures import timeline_figure  # type: ignore[import-not-found,unused-ignore]
+
+        return timeline_figure(self, job_id)
+
+    def overview(self) -> go.Figure:
+        """Every job at a glance (plotly Figure)."""
+        from leaselog.render.figures import overview_figure  # type: ignore[import-not-found,unused-ignore]
+
+        return overview_figure(self)
+
+
+# friendly keyword -> Settings field (the same names a leaselog.toml accepts)
+FRIENDLY_OPTIONS: dict[str, str] = {
+    "lease_ttl": "lease_ttl_ms",
+    "max_skew": "max_skew_ms",
+    "stop_slo": "stop_slo_ms",
+    "takeover_slo": "takeover_slo_ms",
+    "renewal_interval": "renewal_interval_ms",
+    "clock_offsets": "clock_offsets_ms",
+}
+
+Duration = str | float | int
+
 
 def analyze(
     paths: str | Path | Sequence[str | Path],
     *,
-    settings: Settings | None = None,
     config: str | Path | None = None,
+    lease_ttl: Duration | None = None,
+    max_skew: Duration | None = None,
+    stop_slo: Duration | None = None,
+    takeover_slo: Duration | None = None,
+    renewal_interval: Duration | None = None,
+    clock_offsets: Mapping[str, Duration] | None = None,
+    settings: Settings | None = None,
     progress: ProgressFn | None = None,
     **options: Any,
 ) -> Analysis:
-    """Analyze log files, folders, globs (or `-` for stdin).
+    """Analyze log files, folders, globs (or `-` for stdin): the same engine as `leaselog analyze`.
 
-    Keyword options are Settings fields (e.g. `lease_ttl_ms=600_000` or `lease_ttl_ms="10m"`), applied on top
-    of `config` (a leaselog.toml) and `settings`. Raises InputError when nothing at all could be read.
+    Durations are milliseconds or strings like `"10m"`, `"30s"`, `"250ms"`:
+    `lease_ttl` (TTL when the log has no leaseMs), `max_skew` (clock-skew bound between pods), `stop_slo`,
+    `takeover_slo`, `renewal_interval`; `clock_offsets` maps a pod to an offset subtracted from its
+    timestamps (`{"pod-b": "-120ms"}`). Any other Settings field is accepted by name (`format="ecs"`,
+    `fields=...`, and the `*_ms` spellings). They apply on top of `config` (a leaselog.toml) and `settings`.
+    Raises InputError when nothing at all could be read, TypeError for an unknown keyword.
     """
     from leaselog.config import load_config_file
+
+    friendly: dict[str, Any] = {
+        "lease_ttl": lease_ttl,
+        "max_skew": max_skew,
+        "stop_slo": stop_slo,
+        "takeover_slo": takeover_slo,
+        "renewal_interval": renewal_interval,
+        "clock_offsets": None if clock_offsets is None else _signed_offsets(clock_offsets),
+    }
+    unknown = sorted(set(options) - set(Settings.model_fields))
+    if unknown:
+        known = sorted([*FRIENDLY_OPTIONS, *Settings.model_fields])
+        raise TypeError(f"analyze() got unknown keyword(s) {unknown}; known: {', '.join(known)}")
+    for name, value in friendly.items():
+        if value is None:
+            continue
+        field_name = FRIENDLY_OPTIONS[name]
+        if options.get(field_name) is not None:
+            raise TypeError(f"analyze() got both {name}= and {field_name}=; give one")
+        options[field_name] = value
 
     base: dict[str, Any] = settings.model_dump() if settings else {}
     if config is not None:
@@ -144,3 +229,13 @@ def analyze(
         settings=s,
         problems=problems,
     )
+
+
+def _signed_offsets(offsets: Mapping[str, Duration]) -> dict[str, float]:
+    """Per-pod clock offsets: numbers are ms, strings may be signed durations (`"-120ms"`)."""
+    from leaselog.durations import parse_signed_duration_ms
+
+    return {
+        pod: float(v) if isinstance(v, int | float) else parse_signed_duration_ms(v)
+        for pod, v in offsets.items()
+    }

@@ -1,0 +1,263 @@
+"""Every frame an `Analysis` exposes, documented in one place: columns, dtypes, one-line meanings.
+
+    import leaselog.schema as schema
+    schema.describe("executions")      # a polars frame: frame, column, dtype, meaning
+    schema.schema("leases")            # the polars Schema the frame has
+    schema.empty("renewals")           # an empty frame with that schema
+
+`tests/test_api.py` holds this documentation and the real frames together (same columns, same dtypes, for a
+real analysis of `sample_logs/` and for an empty one): a column added to a frame must be documented here.
+
+Times are `Datetime("us", "UTC")` on one shared timeline. When a log has no wall clock (`clock` is
+`"elapsed"` or `"order"`), times are pseudo-times from 2000-01-01 built from `elapsedMs` or line order, and
+durations across pods on them are estimates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+__all__ = ["FRAMES", "FRAME_DOCS", "Column", "describe", "empty", "mismatches", "schema"]
+
+_T = pl.Datetime("us", "UTC")
+_S = pl.String()
+_I = pl.Int64()
+_F = pl.Float64()
+_B = pl.Boolean()
+_U32 = pl.UInt32()
+
+
+@dataclass(frozen=True)
+class Column:
+    """One documented column."""
+
+    name: str
+    dtype: pl.DataType
+    meaning: str
+
+
+def _cols(*specs: tuple[str, pl.DataType, str]) -> tuple[Column, ...]:
+    return tuple(Column(n, d, m) for n, d, m in specs)
+
+
+FRAME_DOCS: dict[str, str] = {
+    "events": "One row per lease event read from the logs (a canonical event), in input order.",
+    "executions": "One row per execution: one attempt (executionId) at a job (jobId), with its interval.",
+    "leases": "One row per lease acquisition: the period during which that execution held the lock.",
+    "renewals": "One row per lease renewal attempt, with its outcome and the deadline it had to beat.",
+    "findings": "One row per finding (full detail, incl. evidence notes: Analysis.finding_list).",
+    "inputs": "One row per input file: its format and what happened to its lines.",
+    "malformed": "One row per located malformed line (up to 1000 per file and reason; the rest are counted).",
+}
+
+_EXEC_KEY = (
+    ("job_id", _S, "the logical request (jobId): the lock key the executions compete for"),
+    ("execution_id", _S, "one attempt at the job (executionId); `jobId@pod` when the log has none"),
+)
+
+FRAMES: dict[str, tuple[Column, ...]] = {
+    "events": _cols(
+        ("t", _T, "when it happened on the shared timeline (wall clock after offsets, else pseudo-time)"),
+        ("clock", _S, "where `t` comes from: wall (timestamps), elapsed (elapsedMs), order (line order)"),
+        ("seq", _I, "position in the input (file order, then line): the tie-breaker for equal times"),
+        ("pod", _S, "the worker that logged it"),
+        *_EXEC_KEY,
+        ("event", _S, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
+        ("raw_event", _S, "the event name as logged, before alias mapping"),
+        ("elapsed_ms", _F, "elapsedMs: a local monotonic duration, never a shared timeline"),
+        ("lease_ms", _I, "leaseMs: the TTL granted (lock_acquired)"),
+        ("fencing_token", _I, "fencing token of the lease (lock_acquired) or of a write (completion)"),
+        ("owner", _S, "the owner value stored in the lock"),
+        ("renewal_outcome", _S, "lease_renewal outcome: success, rejected, timeout or error"),
+        ("latency_ms", _F, "how long the renewal call took"),
+        ("reason", _S, "why ownership was lost or a stop was requested"),
+        ("status", _S, "job_finished status as logged"),
+        (
+            "released",
+            _B,
+            "lock_released: whether the release deleted the key (the article's release_deleted_1/0)",
+        ),
+        ("release_outcome", _S, "lock_released outcome when the release itself failed (e.g. error)"),
+        ("outcome", _S, "completion outcome: accepted, duplicate or rejected"),
+        ("trigger", _S, "job_triggered: what started it (kafka, stream, scheduler, retry, poll, http, ...)"),
+        ("topic", _S, "message topic or stream"),
+        ("partition", _I, "message partition"),
+        ("offset", _I, "message offset"),
+        ("message_id", _S, "message id (or key / stream entry id)"),
+        ("delivery_count", _I, "how many times the message was delivered"),
+        ("attempt", _I, "retry attempt number"),
+        ("message", _S, "the human log message"),
+        ("file", _S, "input file of the line (evidence)"),
+        ("line", _I, "line number in that file, from 1 (evidence)"),
+        ("fields", _S, "the whole flattened log record as JSON (for fields leaselog does not model)"),
+    ),
+    "executions": _cols(
+        *_EXEC_KEY,
+        ("pod", _S, "the worker that ran it (its first line's pod)"),
+        ("clock", _S, "clock of its first event: wall, elapsed or order"),
+        ("first_seen", _T, "time of its first line"),
+        ("last_seen", _T, "time of its last line: the last moment it is known to be alive"),
+        ("first_seq", _I, "input position of its first line"),
+        ("last_seq", _I, "input position of its last line"),
+        ("triggered_at", _T, "job_triggered time"),
+        ("trigger", _S, "what triggered it (kafka, scheduler, retry, ...)"),
+        ("topic", _S, "trigger message topic or stream"),
+        ("partition", _I, "trigger message partition"),
+        ("offset", _I, "trigger message offset"),
+        ("message_id", _S, "trigger message id"),
+        ("delivery_count", _I, "trigger message delivery count"),
+        ("attempt", _I, "retry attempt number"),
+        ("acquired_at", _T, "lock_acquired time (null: it never logged an acquisition)"),
+        ("acquired_seq", _I, "input position of the lock_acquired line"),
+        ("lease_ms", _I, "TTL logged at acquisition (leaseMs)"),
+        ("fencing_token", _I, "fencing token of its lease"),
+        ("denied_at", _T, "lock_denied time: it asked for the lock and did not get it"),
+        ("started_at", _T, "job_started time"),
+        ("ended_at", _T, "first job_finished or job_stopped time"),
+        ("end_event", _S, "which of the two ended it: job_finished or job_stopped"),
+        ("ownership_lost_at", _T, "ownership_lost time: it learned its lease was gone"),
+        ("stop_requested_at", _T, "job_stop_requested time"),
+        ("stopped_at", _T, "job_stopped time: confirmed stop"),
+        ("finished_at", _T, "job_finished time"),
+        ("finish_status", _S, "job_finished status"),
+        ("released_at", _T, "lock_released time"),
+        (
+            "release_deleted",
+            _B,
+            "whether its release deleted the key (false: someone else's lease was there)",
+        ),
+        ("release_outcome", _S, "release outcome when the release failed"),
+        ("renewals", _I, "lease_renewal lines"),
+        ("renewal_failures", _I, "renewals that did not succeed (rejected, timeout, error)"),
+        ("file", _S, "file of its first line (evidence)"),
+        ("acquired_line", _I, "line of lock_acquired (evidence)"),
+        ("started_line", _I, "line of job_started (evidence)"),
+        ("ended_line", _I, "line of job_finished/job_stopped (evidence)"),
+        ("last_line", _I, "line of its last event (evidence)"),
+        ("last_file", _S, "file of its last event (evidence)"),
+        ("n_events", _U32, "lease events it logged"),
+        ("ttl_ms", _I, "TTL used: leaseMs, else the lease_ttl setting (null: unknown)"),
+        ("start", _T, "execution interval start: started_at, else acquired_at, else first_seen"),
+        ("end_kind", _S, "how it ended: finished, stopped, released, or open (the log just ends: a crash?)"),
+        ("end", _T, "execution interval end: ended_at, else last_seen"),
+        ("runtime_ms", _F, "end - start"),
+        ("expires_at", _T, "its lease's expiry: last confirmed renewal (or acquisition) + TTL"),
+        ("valid_until", _T, "its lease's end: an owner-checked release before expiry, else expires_at"),
+        ("lease_end", _S, "how its lease ended: released, expired, unknown_ttl (null: no lease)"),
+    ),
+    "leases": _cols(
+        *_EXEC_KEY,
+        ("pod", _S, "the worker holding it"),
+        ("clock", _S, "clock of the execution: wall, elapsed or order"),
+        ("acquired_at", _T, "lock_acquired time: the lease's start"),
+        ("ttl_ms", _I, "TTL: leaseMs, else the lease_ttl setting (null: unknown)"),
+        ("fencing_token", _I, "fencing token granted with it"),
+        ("released_at", _T, "lock_released time"),
+        ("release_deleted", _B, "whether the release deleted the key"),
+        ("file", _S, "file of the lock_acquired line (evidence)"),
+        ("acquired_line", _I, "line of lock_acquired (evidence)"),
+        ("last_confirmed_at", _T, "the acquisition or the last renewal that succeeded before expiry"),
+        ("confirmed_renewals", _U32, "renewals that extended it in time"),
+        ("expires_at", _T, "last_confirmed_at + TTL"),
+        ("valid_until", _T, "the lease's end: an owner-checked release before expiry, else expires_at"),
+        ("end_reason", _S, "released, expired, or unknown_ttl"),
+    ),
+    "renewals": _cols(
+        *_EXEC_KEY,
+        ("pod", _S, "the worker renewing"),
+        ("t", _T, "when the renewal result was logged"),
+        ("seq", _I, "input position of the line"),
+        ("renewal_outcome", _S, "success, rejected, timeout or error"),
+        ("latency_ms", _F, "how long the renewal call took"),
+        ("file", _S, "input file (evidence)"),
+        ("line", _I, "line number (evidence)"),
+        ("clock", _S, "wall, elapsed or order"),
+        ("ttl_ms", _I, "the lease's TTL"),
+        ("deadline", _T, "when the lease it extends expired: previous confirmed point + TTL"),
+        ("late", _B, "a success logged after the deadline: it cannot have extended a lease that was gone"),
+    ),
+    "findings": _cols(
+        ("code", _S, "stable check code, e.g. LL101"),
+        ("kind", _S, "finding kind, e.g. overlapping_executions (see PRODUCT.md)"),
+        ("severity", _S, "error, warning or info"),
+        ("certainty", _S, "certain, or uncertain when clock skew or missing wall clocks cannot decide"),
+        ("job_id", _S, "the job it is about"),
+        ("execution_ids", pl.List(_S), "every execution it is about"),
+        ("pods", pl.List(_S), "the pods of those executions"),
+        ("start", _T, "start of the span it describes"),
+        ("end", _T, "end of the span it describes"),
+        ("duration_ms", _F, "overlap, zombie time, stop delay or takeover latency (per kind)"),
+        (
+            "trigger",
+            _S,
+            "second_attempt only: redelivery, duplicate_publish, scheduler, retry, poll, unknown",
+        ),
+        ("message", _S, "plain explanation in the incident's terms"),
+        ("evidence", pl.List(_S), "`file:line` of the log lines that prove it"),
+    ),
+    "inputs": _cols(
+        ("path", _S, "the input as named (`-` for stdin)"),
+        ("format", _S, "detected or forced format (flat, logfmt, ecs, ...)"),
+        ("lines", _I, "lines read: used + ignored + malformed"),
+        ("used", _I, "lines that became lease events"),
+        ("ignored", _I, "valid lines unrelated to leases"),
+        ("malformed", _I, "lines that could not be read"),
+        ("events", _I, "lease events taken from it"),
+        ("error", _S, "why it could not be read at all (null: it was read)"),
+    ),
+    "malformed": _cols(
+        ("file", _S, "input file"),
+        ("line", _I, "line number, from 1"),
+        ("reason", _S, "why the line could not be used"),
+    ),
+}
+
+
+def _frame(name: str) -> tuple[Column, ...]:
+    try:
+        return FRAMES[name]
+    except KeyError:
+        raise KeyError(f"no frame {name!r}; frames: {', '.join(FRAMES)}") from None
+
+
+def schema(frame: str) -> pl.Schema:
+    """The documented polars Schema of one frame."""
+    return pl.Schema([(c.name, c.dtype) for c in _frame(frame)])
+
+
+def empty(frame: str) -> pl.DataFrame:
+    """An empty frame with the documented schema."""
+    return pl.DataFrame(schema=schema(frame))
+
+
+def describe(frame: str | None = None) -> pl.DataFrame:
+    """The documentation as a frame (frame, column, dtype, meaning), for one frame or all of them."""
+    names = [frame] if frame is not None else list(FRAMES)
+    rows = [
+        {"frame": n, "column": c.name, "dtype": str(c.dtype), "meaning": c.meaning}
+        for n in names
+        for c in _frame(n)
+    ]
+    return pl.DataFrame(rows, schema={"frame": _S, "column": _S, "dtype": _S, "meaning": _S})
+
+
+def mismatches(frame: str, df: pl.DataFrame) -> list[str]:
+    """How a real frame differs from its documentation (empty when they agree), phrased as what to fix."""
+    documented = schema(frame)
+    actual = df.schema
+    out = [
+        f"{frame}.{c} ({actual[c]}) is not documented in leaselog/schema.py"
+        for c in actual
+        if c not in documented
+    ]
+    out += [
+        f"{frame}.{c} is documented but the frame has no such column" for c in documented if c not in actual
+    ]
+    out += [
+        f"{frame}.{c}: documented {documented[c]}, frame has {actual[c]}"
+        for c in documented
+        if c in actual and actual[c] != documented[c]
+    ]
+    return out

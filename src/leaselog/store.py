@@ -1,0 +1,154 @@
+"""Keep an analysis on disk: every frame as Parquet, plus what it takes to rebuild the whole `Analysis`.
+
+A big analysis is done once on the command line (`leaselog analyze logs/ --parquet out/`) and explored later
+in a notebook (`leaselog.load("out/")`). The folder holds:
+
+- `<frame>.parquet` for events, executions, leases, renewals, findings, inputs, malformed: readable by any
+  Parquet tool (polars, duckdb, pandas); their columns are documented in `leaselog.schema`;
+- `findings.json`: the findings in full (evidence notes and details the findings frame flattens away);
+- `leaselog.json`: the manifest: store version, settings, per-input reports, read problems, frame files.
+
+The manifest is written last, so a folder whose writing was interrupted is not mistaken for a store.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import polars as pl
+
+from leaselog.config import Settings
+from leaselog.findings import Finding
+from leaselog.reading.reader import InputReport
+
+if TYPE_CHECKING:
+    from leaselog.analysis import Analysis
+
+__all__ = ["MANIFEST", "STORE_VERSION", "StoreError", "load", "write_parquet"]
+
+STORE_VERSION = 1
+MANIFEST = "leaselog.json"
+FINDINGS_JSON = "findings.json"
+# frames read back from Parquet; `findings` and `inputs` are rebuilt from the JSON (their full form)
+STORED_FRAMES = ("events", "executions", "leases", "renewals", "malformed")
+DERIVED_FRAMES = ("findings", "inputs")
+
+
+class StoreError(ValueError):
+    """A folder that cannot be loaded as an analysis; the message says why and names the folder."""
+
+
+def _report_dict(r: InputReport) -> dict[str, Any]:
+    # InputReport.as_dict keeps only the top 20 unmapped event names; a store keeps them all
+    return {
+        "path": r.path,
+        "format": r.format,
+        "lines": r.lines,
+        "used": r.used,
+        "ignored": r.ignored,
+        "malformed": r.malformed,
+        "events": r.events,
+        "unmapped_events": dict(r.unmapped_events),
+        "error": r.error,
+    }
+
+
+def _report(d: dict[str, Any]) -> InputReport:
+    return InputReport(
+        path=d["path"],
+        format=d["format"],
+        lines=d["lines"],
+        used=d["used"],
+        ignored=d["ignored"],
+        malformed=d["malformed"],
+        events=d["events"],
+        unmapped_events=Counter(d.get("unmapped_events") or {}),
+        error=d.get("error"),
+    )
+
+
+def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
+    """Write `analysis` into `directory` (created if missing; a previous store there is replaced)."""
+    from leaselog import __version__
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / MANIFEST
+    # drop the old manifest first: until the new one exists, the folder is not a complete store
+    manifest_path.unlink(missing_ok=True)
+    frames: dict[str, dict[str, Any]] = {}
+    for name in (*STORED_FRAMES, *DERIVED_FRAMES):
+        df: pl.DataFrame = getattr(analysis, name)
+        df.write_parquet(out / f"{name}.parquet")
+        frames[name] = {"file": f"{name}.parquet", "rows": df.height}
+    findings = [f.model_dump(mode="json", by_alias=True) for f in analysis.finding_list]
+    (out / FINDINGS_JSON).write_bytes(orjson.dumps(findings, option=orjson.OPT_INDENT_2))
+    manifest = {
+        "store": "leaselog-analysis",
+        "storeVersion": STORE_VERSION,
+        "leaselogVersion": __version__,
+        "frames": frames,
+        "findings": FINDINGS_JSON,
+        "settings": analysis.settings.model_dump(mode="json"),
+        "inputs": [_report_dict(r) for r in analysis.input_reports],
+        "problems": list(analysis.problems),
+    }
+    manifest_path.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    return out
+
+
+def _read_json(path: Path, folder: Path) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise StoreError(f"{folder}: {path.name} is missing; write the folder again") from None
+    except orjson.JSONDecodeError as e:
+        raise StoreError(f"{path}: not valid JSON: {e}") from e
+
+
+def load(directory: str | Path) -> Analysis:
+    """Read back what `Analysis.write_parquet` (or `leaselog analyze --parquet DIR`) wrote."""
+    from leaselog.analysis import Analysis
+
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise StoreError(f"{folder}: no such folder")
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise StoreError(
+            f"{folder}: not a leaselog analysis folder (no {MANIFEST}); "
+            "write one with `leaselog analyze LOGS --parquet DIR` or Analysis.write_parquet(DIR)"
+        )
+    manifest = _read_json(manifest_path, folder)
+    if not isinstance(manifest, dict) or manifest.get("store") != "leaselog-analysis":
+        raise StoreError(f"{manifest_path}: not a leaselog analysis manifest")
+    version = manifest.get("storeVersion")
+    if version != STORE_VERSION:
+        raise StoreError(
+            f"{manifest_path}: store version {version!r}, this leaselog reads version {STORE_VERSION}; "
+            "run the analysis again with this version"
+        )
+    frames: dict[str, pl.DataFrame] = {}
+    for name in STORED_FRAMES:
+        file = folder / manifest["frames"][name]["file"]
+        if not file.is_file():
+            raise StoreError(f"{folder}: {file.name} is missing; write the folder again")
+        frames[name] = pl.read_parquet(file)
+    findings = [
+        Finding.model_validate(d)
+        for d in _read_json(folder / manifest.get("findings", FINDINGS_JSON), folder)
+    ]
+    return Analysis(
+        events=frames["events"],
+        executions=frames["executions"],
+        leases=frames["leases"],
+        renewals=frames["renewals"],
+        finding_list=findings,
+        input_reports=[_report(d) for d in manifest["inputs"]],
+        malformed=frames["malformed"],
+        settings=Settings.model_validate(manifest["settings"]),
+        problems=list(manifest.get("problems", [])),
+    )
