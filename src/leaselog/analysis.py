@@ -115,9 +115,12 @@ class Analysis:
     def timeline(self, job_id: str) -> go.Figure:
         """One job's timeline (plotly Figure): a lane per execution, lease vs execution bars, findings."""
         if self.executions.filter(pl.col("job_id") == job_id).height == 0:
+            import difflib
+
             known = self.job_ids()
-            hint = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-            raise KeyError(f"no job {job_id!r} in this analysis; jobs: {hint or 'none'}")
+            close = difflib.get_close_matches(job_id, known, n=3)
+            hint = f"did you mean {', '.join(close)}? " if close else ""
+            raise KeyError(f"no job {job_id!r} in this analysis; {hint}({len(known)} jobs: see .job_ids())")
         # imported here: plotly is only paid for by those who draw
         from leaselog.render.figures import timeline_figure  # type: ignore[import-not-found,unused-ignore]
 
