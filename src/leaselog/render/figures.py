@@ -1,0 +1,887 @@
+"""Plotly figures: the per-job lease timeline (the article's key picture) and the fleet overview.
+
+Both are built as plain plotly figure dicts first (`timeline_spec`, `overview_spec`) so the HTML report can
+serialise hundreds of them without paying plotly.py's per-property validation; the public functions wrap the
+same dicts in `plotly.graph_objects.Figure` for notebooks.
+
+Every string that came from a log (job ids, pods, execution ids, raw fields, messages) is HTML-escaped before
+it goes into a figure: plotly renders a subset of HTML tags in labels and hover text, and a log line must show
+as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from leaselog.durations import format_duration
+from leaselog.events import PSEUDO_EPOCH
+from leaselog.findings import Finding
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from leaselog.analysis import Analysis
+
+__all__ = ["overview_figure", "overview_spec", "timeline_figure", "timeline_spec"]
+
+# colours: lease = what the lock granted (light blue), execution = the work (dark blue),
+# red = work done without a lease, grey = an open end (log stops: crash or cut log)
+LEASE = "#9cc3f5"
+LEASE_EDGE = "#3b78c4"
+EXECUTION = "#23527c"
+ZOMBIE = "#cf222e"
+OPEN_END = "#8c959f"
+SEVERITY_COLOUR = {"error": "#cf222e", "warning": "#bf8700", "info": "#0969da"}
+RENEWAL_COLOUR = {
+    "success": "#2da44e",
+    "late": "#d4a72c",
+    "rejected": "#cf222e",
+    "timeout": "#fb8500",
+    "error": "#8250df",
+}
+
+# event -> (label in the legend, marker symbol, colour)
+_MARKERS: dict[str, tuple[str, str, str]] = {
+    "job_triggered": ("triggered", "diamond-open", "#57606a"),
+    "lock_acquired": ("lock acquired", "square", LEASE_EDGE),
+    "lock_denied": ("lock denied", "square-x-open", "#57606a"),
+    "job_started": ("started", "triangle-right", "#1a7f37"),
+    "ownership_lost": ("ownership lost", "x", "#cf222e"),
+    "job_stop_requested": ("stop requested", "hourglass", "#fb8500"),
+    "job_stopped": ("stopped", "square-x", "#57606a"),
+    "job_finished": ("finished", "diamond", "#1a7f37"),
+    "lock_released": ("released", "triangle-left", LEASE_EDGE),
+    "completion": ("completion", "star", "#1a7f37"),
+    "job_progress": ("still running", "line-ns-open", "#57606a"),
+}
+
+MAX_FIELDS_CHARS = 1200  # raw fields shown in a hover; longer records are cut (file:line points to the rest)
+MAX_FINDING_ROWS = 8  # finding rows drawn above the lanes; more are still in the findings list
+
+
+def esc(text: object) -> str:
+    """Escape log text for plotly labels and HTML alike (plotly decodes entities back to plain text)."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def _esc_expr(e: pl.Expr) -> pl.Expr:
+    return (
+        e.cast(pl.String)
+        .str.replace_all("&", "&amp;", literal=True)
+        .str.replace_all("<", "&lt;", literal=True)
+        .str.replace_all(">", "&gt;", literal=True)
+        .str.replace_all('"', "&quot;", literal=True)
+    )
+
+
+@dataclass(frozen=True)
+class _Axis:
+    """How times become x values: dates for wall-clock jobs, seconds on the pseudo timeline otherwise."""
+
+    wall: bool
+
+    def x(self, t: datetime | None) -> str | float | None:
+        if t is None:
+            return None
+        if self.wall:
+            # naive UTC: plotly.js ignores zones anyway, and the axis title says UTC
+            return t.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return round((t - PSEUDO_EPOCH).total_seconds(), 6)
+
+    def expr(self, col: str) -> pl.Expr:
+        if self.wall:
+            return pl.col(col).dt.strftime("%Y-%m-%d %H:%M:%S.%6f")
+        return (pl.col(col) - pl.lit(PSEUDO_EPOCH)).dt.total_microseconds() / 1e6
+
+    def span(self, start: datetime, end: datetime) -> float:
+        """The length of a bar in axis units (ms on a date axis, s on the numeric one)."""
+        ms = (end - start).total_seconds() * 1000
+        return ms if self.wall else ms / 1000
+
+    def when(self, t: datetime | None) -> str:
+        if t is None:
+            return "?"
+        if self.wall:
+            return t.strftime("%H:%M:%S.") + f"{t.microsecond // 1000:03d}"
+        return f"+{format_duration((t - PSEUDO_EPOCH).total_seconds() * 1000)}"
+
+    def when_expr(self, col: str) -> pl.Expr:
+        if self.wall:
+            return pl.col(col).dt.strftime("%H:%M:%S%.3f")
+        return pl.format(
+            "+{}s", ((pl.col(col) - pl.lit(PSEUDO_EPOCH)).dt.total_milliseconds() / 1000).round(3)
+        )
+
+
+def _hover_layout() -> dict[str, Any]:
+    return {"align": "left", "bgcolor": "white", "font": {"family": "ui-monospace, monospace", "size": 11}}
+
+
+def timeline_spec(
+    job_id: str,
+    executions: pl.DataFrame,
+    events: pl.DataFrame,
+    findings: Sequence[Finding],
+    renewals: pl.DataFrame | None = None,
+    *,
+    title: bool = True,
+) -> dict[str, Any]:
+    """The timeline of one job as a plotly figure dict (frames already filtered to the job).
+
+    `title=False` leaves the job id out of the figure (the HTML report heads each figure itself).
+    """
+    ex = executions.sort("start", "first_seq", nulls_last=True)
+    title_text = f"<b>{esc(job_id)}</b>"
+    if ex.height == 0:
+        return {
+            "data": [],
+            "layout": {
+                "title": {"text": title_text if title else ""},
+                "height": 160,
+                "annotations": [_note("no executions of this job in the logs")],
+            },
+        }
+    clocks = set(ex["clock"].to_list())
+    axis = _Axis(wall=clocks == {"wall"})
+    lanes = {eid: i for i, eid in enumerate(ex["execution_id"].to_list())}
+
+    # the x extent: everything known about the job, open ends drawn a bit past it
+    times = [
+        t
+        for col in ("start", "end", "acquired_at", "valid_until", "triggered_at", "last_seen")
+        for t in ex[col].to_list()
+        if t is not None
+    ]
+    times += [t for f in findings for t in (f.start, f.end) if t is not None]
+    t_min, t_max = min(times), max(times)
+    pad = (t_max - t_min) * 0.04 if t_max > t_min else None
+    open_tail_end = (t_max + pad) if pad is not None else t_max
+    # room on the right for the labels written after the last bars ("lease released 10:16:40.010")
+    right_edge = (t_max + (t_max - t_min) * 0.2) if pad is not None else t_max
+
+    data: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    lease_bars: dict[str, list[Any]] = {"y": [], "base": [], "x": [], "text": []}
+    exec_bars: dict[str, list[Any]] = {"y": [], "base": [], "x": [], "text": [], "color": []}
+    zombie_bars: dict[str, list[Any]] = {"y": [], "base": [], "x": [], "text": []}
+    open_bars: dict[str, list[Any]] = {"y": [], "base": [], "x": [], "text": []}
+    labels: list[str] = []
+
+    for r in ex.iter_rows(named=True):
+        y = lanes[r["execution_id"]]
+        who = f"{esc(r['pod'])} · {esc(r['execution_id'])}"
+        labels.append(who if len(who) < 60 else who[:57] + "…")
+        where = f"{esc(r['file'])}:{r['acquired_line'] or r['started_line'] or ''}"
+        start, end = r["start"], r["end"]
+        lease_from, lease_to = r["acquired_at"], r["valid_until"]
+        if lease_from is not None and lease_to is not None:
+            how = {"released": "released", "expired": "expired"}.get(r["lease_end"] or "", "ends")
+            lease_bars["y"].append(y - 0.3)
+            lease_bars["base"].append(axis.x(lease_from))
+            lease_bars["x"].append(axis.span(lease_from, lease_to))
+            lease_bars["text"].append(
+                f"<b>lease</b> of {who}<br>acquired {axis.when(lease_from)} (TTL {format_duration(r['ttl_ms'])}),"
+                f" {how} {axis.when(lease_to)}<br>{where}"
+            )
+            # the moment the lock stopped protecting this execution, readable without hovering
+            annotations.append(
+                {
+                    "x": axis.x(lease_to),
+                    "y": y - 0.3,
+                    "xref": "x",
+                    "yref": "y",
+                    "xanchor": "left",
+                    "text": f"◀ lease {how} {axis.when(lease_to)}",
+                    "showarrow": False,
+                    "font": {"size": 11, "color": LEASE_EDGE},
+                }
+            )
+            if pad is not None and lease_from - t_min > (t_max - t_min) * 0.2:
+                # a later acquisition (the takeover) is labelled where it happens
+                annotations.append(
+                    {
+                        "x": axis.x(lease_from),
+                        "y": y - 0.3,
+                        "xref": "x",
+                        "yref": "y",
+                        "xanchor": "right",
+                        "text": f"acquired {axis.when(lease_from)} ▶",
+                        "showarrow": False,
+                        "font": {"size": 11, "color": LEASE_EDGE},
+                    }
+                )
+        elif lease_from is not None:
+            annotations.append(
+                {
+                    "x": axis.x(lease_from),
+                    "y": y - 0.3,
+                    "xref": "x",
+                    "yref": "y",
+                    "xanchor": "left",
+                    "text": "lease length unknown (no leaseMs, no --lease-ttl)",
+                    "showarrow": False,
+                    "font": {"size": 11, "color": LEASE_EDGE},
+                }
+            )
+        if start is None or end is None:
+            continue
+        covered_until = end
+        if lease_to is not None and lease_to < end:
+            covered_until = max(lease_to, start)
+        kind = r["end_kind"]
+        exec_text = (
+            f"<b>execution</b> {who}<br>{axis.when(start)} → {axis.when(end)}"
+            f" ({format_duration(r['runtime_ms'])}), {esc(kind)}<br>{where}"
+        )
+        exec_bars["y"].append(y + 0.08)
+        exec_bars["base"].append(axis.x(start))
+        exec_bars["x"].append(axis.span(start, covered_until))
+        exec_bars["text"].append(exec_text)
+        exec_bars["color"].append(EXECUTION)
+        if covered_until < end:
+            zombie_ms = (end - covered_until).total_seconds() * 1000
+            zombie_bars["y"].append(y + 0.08)
+            zombie_bars["base"].append(axis.x(covered_until))
+            zombie_bars["x"].append(axis.span(covered_until, end))
+            zombie_bars["text"].append(
+                f"<b>running without a lease</b> {who}<br>{axis.when(covered_until)} → {axis.when(end)}"
+                f" ({format_duration(zombie_ms)})"
+            )
+            annotations.append(
+                {
+                    "x": axis.x(covered_until),
+                    "y": y + 0.4,
+                    "xref": "x",
+                    "yref": "y",
+                    "xanchor": "left",
+                    "text": f"<b>still running without lease: {format_duration(zombie_ms)}</b>",
+                    "showarrow": False,
+                    "font": {"size": 11, "color": ZOMBIE},
+                }
+            )
+        if kind == "open":
+            open_bars["y"].append(y + 0.08)
+            open_bars["base"].append(axis.x(end))
+            open_bars["x"].append(axis.span(end, open_tail_end) if open_tail_end > end else 0)
+            open_bars["text"].append(
+                f"<b>open end</b> {who}<br>log ends at {axis.when(end)} with no finish, stop or release:"
+                " a crash, or a log cut short"
+            )
+            annotations.append(
+                {
+                    "x": axis.x(end),
+                    "y": y + 0.08,
+                    "xref": "x",
+                    "yref": "y",
+                    "xanchor": "left",
+                    "text": f" ✕ log ends {axis.when(end)}: no finish (crash?)",
+                    "showarrow": False,
+                    "font": {"size": 11, "color": "#24292f"},
+                }
+            )
+        else:
+            annotations.append(
+                {
+                    "x": axis.x(end),
+                    "y": y + 0.08,
+                    "xref": "x",
+                    "yref": "y",
+                    "xanchor": "left",
+                    "text": f" {esc(kind)} {axis.when(end)}",
+                    "showarrow": False,
+                    "font": {"size": 10, "color": "#57606a"},
+                }
+            )
+
+    common = {"type": "bar", "orientation": "h", "hoverinfo": "text", "textposition": "none"}
+    data.append(
+        {
+            **common,
+            "name": "lease (lock held)",
+            "legendgroup": "lease",
+            "y": lease_bars["y"],
+            "base": lease_bars["base"],
+            "x": lease_bars["x"],
+            "hovertext": lease_bars["text"],
+            "width": 0.2,
+            "marker": {"color": LEASE, "line": {"color": LEASE_EDGE, "width": 1}},
+            "meta": {"role": "lease"},
+        }
+    )
+    data.append(
+        {
+            **common,
+            "name": "execution (with lease)",
+            "legendgroup": "execution",
+            "y": exec_bars["y"],
+            "base": exec_bars["base"],
+            "x": exec_bars["x"],
+            "hovertext": exec_bars["text"],
+            "width": 0.3,
+            "marker": {"color": exec_bars["color"]},
+            "meta": {"role": "execution"},
+        }
+    )
+    if zombie_bars["y"]:
+        data.append(
+            {
+                **common,
+                "name": "execution without lease",
+                "legendgroup": "zombie",
+                "y": zombie_bars["y"],
+                "base": zombie_bars["base"],
+                "x": zombie_bars["x"],
+                "hovertext": zombie_bars["text"],
+                "width": 0.3,
+                "marker": {
+                    "color": ZOMBIE,
+                    "pattern": {"shape": "/", "fgcolor": "white", "solidity": 0.3, "fillmode": "overlay"},
+                },
+                "meta": {"role": "zombie"},
+            }
+        )
+    if open_bars["y"]:
+        data.append(
+            {
+                **common,
+                "name": "open end (log stops)",
+                "legendgroup": "open",
+                "y": open_bars["y"],
+                "base": open_bars["base"],
+                "x": open_bars["x"],
+                "hovertext": open_bars["text"],
+                "width": 0.3,
+                "marker": {
+                    "color": "rgba(140,149,159,0.25)",
+                    "line": {"color": OPEN_END, "width": 1},
+                    "pattern": {"shape": ".", "fgcolor": OPEN_END, "fillmode": "overlay"},
+                },
+                "meta": {"role": "open"},
+            }
+        )
+
+    data.extend(_event_traces(events, lanes, axis, renewals))
+
+    # overlap shading, from the findings themselves so it agrees with the findings list
+    finding_rows = [f for f in findings if f.start is not None][:MAX_FINDING_ROWS]
+    for f in findings:
+        if f.kind == "overlapping_executions" and f.start is not None and f.end is not None:
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": "x",
+                    "yref": "paper",
+                    "x0": axis.x(f.start),
+                    "x1": axis.x(f.end),
+                    "y0": 0,
+                    "y1": 1,
+                    "fillcolor": "rgba(207,34,46,0.13)",
+                    "line": {"width": 0},
+                    "layer": "below",
+                    "name": "overlap",
+                }
+            )
+            label = "overlap " + ("≈" if f.certainty == "uncertain" else "")
+            label += format_duration(f.duration_ms) + (" (uncertain)" if f.certainty == "uncertain" else "")
+            annotations.append(
+                {
+                    "x": axis.x(f.start + (f.end - f.start) / 2),
+                    "y": 1.0,
+                    "xref": "x",
+                    "yref": "paper",
+                    "yanchor": "bottom",
+                    "text": f"<b>{label}</b>",
+                    "showarrow": False,
+                    "font": {"size": 12, "color": ZOMBIE},
+                    "bgcolor": "rgba(255,255,255,0.85)",
+                }
+            )
+    data.extend(_finding_traces(finding_rows, axis))
+    annotations.extend(_finding_labels(finding_rows, axis, t_min, right_edge))
+
+    n = len(lanes)
+    rows = len(finding_rows)
+    tickvals: list[float] = list(range(n))
+    ticktext = list(labels)
+    if rows:
+        tickvals.append(-1 - 0.3 * (rows - 1) / 2)
+        ticktext.append("<i>findings</i>")
+    layout: dict[str, Any] = {
+        "title": {
+            "text": (title_text if title else "") + _clock_note(clocks),
+            "x": 0.01,
+            "xanchor": "left",
+            "font": {"size": 14},
+        },
+        "barmode": "overlay",
+        "height": 150 + 80 * n + 22 * rows,
+        "margin": {"l": 10, "r": 20, "t": 70 if title or clocks != {"wall"} else 36, "b": 40},
+        "xaxis": _xaxis(axis, t_min, right_edge, pad),
+        "yaxis": {
+            "tickvals": tickvals,
+            "ticktext": ticktext,
+            "autorange": False,
+            "range": [n - 0.4, -1.45 - 0.3 * max(rows - 1, 0) if rows else -0.6],
+            "automargin": True,
+            "showgrid": False,
+            "zeroline": False,
+            "fixedrange": True,
+        },
+        "shapes": shapes,
+        "annotations": annotations,
+        "hoverlabel": _hover_layout(),
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 10}},
+        "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "meta": {"jobId": job_id, "lanes": [ex["pod"].to_list(), ex["execution_id"].to_list()]},
+    }
+    # lane separators: thin lines so each pod/execution reads as its own row
+    for i in range(n - 1):
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "yref": "y",
+                "x0": 0,
+                "x1": 1,
+                "y0": i + 0.5,
+                "y1": i + 0.5,
+                "line": {"color": "#d0d7de", "width": 1},
+                "layer": "below",
+            }
+        )
+    if rows:
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "yref": "y",
+                "x0": 0,
+                "x1": 1,
+                "y0": -0.5,
+                "y1": -0.5,
+                "line": {"color": "#8c959f", "width": 1},
+                "layer": "below",
+            }
+        )
+    return {"data": data, "layout": layout}
+
+
+def _clock_note(clocks: set[str]) -> str:
+    if clocks == {"wall"}:
+        return ""
+    if "wall" in clocks:
+        return (
+            "  <span style='font-size:11px;color:#bf8700'>(mixes wall-clock and log-order timelines:"
+            " the log-order part is placed at 2000-01-01)</span>"
+        )
+    return (
+        "  <span style='font-size:11px;color:#bf8700'>(no wall clock: times from elapsedMs and line"
+        " order, cross-pod positions are estimates)</span>"
+    )
+
+
+def _xaxis(axis: _Axis, t_min: datetime, t_max: datetime, pad: Any) -> dict[str, Any]:
+    lo = t_min - pad if pad is not None else t_min
+    d: dict[str, Any] = {
+        "range": [axis.x(lo), axis.x(t_max)],
+        "showgrid": True,
+        "gridcolor": "#eaeef2",
+        "zeroline": False,
+        "automargin": True,
+    }
+    if axis.wall:
+        d.update({"type": "date", "hoverformat": "%H:%M:%S.%L"})
+    else:
+        d.update(
+            {"type": "linear", "title": {"text": "seconds on the log-order timeline", "font": {"size": 10}}}
+        )
+    return d
+
+
+def _note(text: str) -> dict[str, Any]:
+    return {"text": esc(text), "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False}
+
+
+def _event_traces(
+    events: pl.DataFrame, lanes: dict[str, int], axis: _Axis, renewals: pl.DataFrame | None
+) -> list[dict[str, Any]]:
+    """One marker trace per event kind (renewals: per outcome), hover with the raw fields and file:line."""
+    if events.height == 0:
+        return []
+    ev = events.filter(pl.col("execution_id").is_in(list(lanes)))
+    if renewals is not None and renewals.height and "late" in renewals.columns:
+        ev = ev.join(renewals.select("seq", "late"), on="seq", how="left")
+    else:
+        ev = ev.with_columns(pl.lit(False).alias("late"))
+    detail = pl.concat_str(
+        [
+            pl.when(pl.col(c).is_not_null()).then(pl.format(f"{c}=" + "{}", _esc_expr(pl.col(c))))
+            for c in (
+                "renewal_outcome",
+                "latency_ms",
+                "lease_ms",
+                "fencing_token",
+                "reason",
+                "status",
+                "released",
+                "release_outcome",
+                "outcome",
+                "trigger",
+                "topic",
+                "partition",
+                "offset",
+                "message_id",
+                "delivery_count",
+                "attempt",
+            )
+        ],
+        separator=" ",
+        ignore_nulls=True,
+    )
+    fields = _esc_expr(pl.col("fields").str.slice(0, MAX_FIELDS_CHARS)).str.replace_all(
+        ',"',
+        ',<br>  "',
+        literal=True,  # one raw field per hover line (cosmetic: commas inside values stay)
+    )
+    ev = ev.with_columns(
+        pl.col("execution_id").replace_strict(lanes, return_dtype=pl.Float64).add(0.08).alias("y"),
+        axis.expr("t").alias("x"),
+        pl.when((pl.col("event") == "lease_renewal") & pl.col("late").fill_null(False))
+        .then(pl.lit("late"))
+        .otherwise(pl.col("renewal_outcome"))
+        .alias("variant"),
+        pl.format(
+            "<b>{}</b> {}<br>{} · {} · {}<br>{}:{}<br>{}",
+            _esc_expr(pl.col("raw_event").fill_null(pl.col("event"))),
+            detail.fill_null(""),
+            axis.when_expr("t"),
+            _esc_expr(pl.col("pod").fill_null("?")),
+            _esc_expr(pl.col("execution_id")),
+            _esc_expr(pl.col("file").fill_null("?")),
+            pl.col("line").cast(pl.String).fill_null("?"),
+            fields.fill_null(""),
+        ).alias("hover"),
+    )
+    out: list[dict[str, Any]] = []
+    for event, (label, symbol, colour) in _MARKERS.items():
+        sub = ev.filter(pl.col("event") == event)
+        if sub.height:
+            colours: Any = colour
+            if event == "lock_released":
+                colours = sub.select(
+                    pl.when(pl.col("released") == False).then(pl.lit(ZOMBIE)).otherwise(pl.lit(colour))  # noqa: E712
+                )["literal"].to_list()
+            elif event == "completion":
+                colours = sub.select(
+                    pl.col("outcome").replace_strict(
+                        {"duplicate": "#d4a72c", "rejected": ZOMBIE}, default=colour, return_dtype=pl.String
+                    )
+                )["outcome"].to_list()
+            out.append(_marker_trace(label, symbol, colours, sub, size=9 if event != "job_progress" else 12))
+    renewal = ev.filter(pl.col("event") == "lease_renewal")
+    for variant, colour in RENEWAL_COLOUR.items():
+        sub = renewal.filter(pl.col("variant") == variant)
+        if sub.height:
+            name = "renewal: late success" if variant == "late" else f"renewal: {variant}"
+            out.append(_marker_trace(name, "circle", colour, sub, size=8))
+    other = renewal.filter(~pl.col("variant").is_in(list(RENEWAL_COLOUR)) | pl.col("variant").is_null())
+    if other.height:
+        out.append(_marker_trace("renewal: other", "circle-open", "#57606a", other, size=8))
+    return out
+
+
+def _marker_trace(name: str, symbol: str, colour: Any, sub: pl.DataFrame, size: int) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": sub["x"].to_list(),
+        "y": sub["y"].to_list(),
+        "hovertext": sub["hover"].to_list(),
+        "hoverinfo": "text",
+        "marker": {"symbol": symbol, "color": colour, "size": size, "line": {"color": "white", "width": 1}},
+        "meta": {"role": "event"},
+    }
+
+
+def _finding_traces(findings: Sequence[Finding], axis: _Axis) -> list[dict[str, Any]]:
+    """Each finding as a span above the lanes, generic over kinds so new checks show without changes."""
+    by_sev: dict[str, dict[str, list[Any]]] = {}
+    for k, f in enumerate(findings):
+        assert f.start is not None
+        end = f.end or f.start
+        y = -1 - 0.3 * k
+        d = by_sev.setdefault(f.severity, {"x": [], "y": [], "hover": []})
+        hover = (
+            f"<b>{esc(f.code)} {esc(f.kind)}</b> ({esc(f.severity)}, {esc(f.certainty)})<br>"
+            f"{axis.when(f.start)} → {axis.when(end)}<br>{_wrap(esc(f.message))}"
+        )
+        d["x"] += [axis.x(f.start), axis.x(end), None]
+        d["y"] += [y, y, None]
+        d["hover"] += [hover, hover, ""]
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": f"finding ({sev})",
+            "x": d["x"],
+            "y": d["y"],
+            "hovertext": d["hover"],
+            "hoverinfo": "text",
+            "cliponaxis": False,
+            "line": {"color": SEVERITY_COLOUR.get(sev, "#57606a"), "width": 4},
+            "marker": {
+                "symbol": "line-ns",
+                "size": 10,
+                "line": {"width": 2, "color": SEVERITY_COLOUR.get(sev, "#57606a")},
+            },
+            "meta": {"role": "finding"},
+        }
+        for sev, d in by_sev.items()
+    ]
+
+
+def _finding_labels(
+    findings: Sequence[Finding], axis: _Axis, t_min: datetime, t_max: datetime
+) -> list[dict[str, Any]]:
+    """`LL101 overlapping_executions 2m31.5s` next to each finding's span: right of it, or left near the edge."""
+    out = []
+    cut = t_min + (t_max - t_min) * 0.7
+    for k, f in enumerate(findings):
+        assert f.start is not None
+        end = f.end or f.start
+        size = f" {format_duration(f.duration_ms)}" if f.duration_ms is not None else ""
+        right = end <= cut
+        out.append(
+            {
+                "x": axis.x(end if right else f.start),
+                "y": -1 - 0.3 * k,
+                "xref": "x",
+                "yref": "y",
+                "xanchor": "left" if right else "right",
+                "xshift": 6 if right else -6,
+                "showarrow": False,
+                "text": f"{esc(f.code)} {esc(f.kind)}{size}"
+                + (" (uncertain)" if f.certainty == "uncertain" else ""),
+                "font": {"size": 10, "color": SEVERITY_COLOUR.get(f.severity, "#57606a")},
+            }
+        )
+    return out
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    """Break a long (already escaped) message into hover lines at spaces."""
+    out, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + len(word) + 1 > width:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    out.append(line)
+    return "<br>".join(out)
+
+
+def _job_frames(a: Analysis, job_id: str) -> tuple[pl.DataFrame, pl.DataFrame, list[Finding]]:
+    ex = a.executions.filter(pl.col("job_id") == job_id)
+    ev = a.events.filter(pl.col("job_id") == job_id)
+    return ex, ev, [f for f in a.finding_list if f.job_id == job_id]
+
+
+def timeline_figure(analysis: Analysis, job_id: str) -> go.Figure:
+    """The lease timeline of one job: one lane per execution, lease vs execution, markers, overlap shaded."""
+    import plotly.graph_objects as go
+
+    ex, ev, fs = _job_frames(analysis, job_id)
+    rn = analysis.renewals.filter(pl.col("job_id") == job_id) if analysis.renewals.height else None
+    return go.Figure(timeline_spec(job_id, ex, ev, fs, rn))
+
+
+# ---------------------------------------------------------------------------------------------- overview
+
+OVERVIEW_BUCKETS = 240
+
+
+def overview_spec(
+    executions: pl.DataFrame, findings: pl.DataFrame, buckets: int = OVERVIEW_BUCKETS
+) -> dict[str, Any]:
+    """Fleet overview, aggregated into time buckets (never one shape per execution, so it scales).
+
+    Top: executions running per bucket, and how many of them overlapped another execution of their job.
+    Bottom: findings starting per bucket, stacked by kind.
+    """
+    wall = executions.filter(
+        (pl.col("clock") == "wall") & pl.col("start").is_not_null() & pl.col("end").is_not_null()
+    )
+    left_out = executions.height - wall.height
+    use = wall
+    axis = _Axis(wall=True)
+    if wall.height == 0:
+        use = executions.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+        axis = _Axis(wall=False)
+        left_out = 0
+    base_layout: dict[str, Any] = {
+        "height": 420,
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "plot_bgcolor": "white",
+        "paper_bgcolor": "white",
+        "hovermode": "x unified",
+        "barmode": "stack",
+        "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "font": {"size": 10}},
+    }
+    if use.height == 0:
+        return {
+            "data": [],
+            "layout": {**base_layout, "height": 160, "annotations": [_note("no executions to show")]},
+        }
+
+    lo = use["start"].min()
+    hi = use["end"].max()
+    assert isinstance(lo, datetime) and isinstance(hi, datetime)
+    span_us = max(int((hi - lo).total_seconds() * 1e6), 1)
+    step_us = max(span_us // buckets + 1, 1)
+    edges = pl.Series("edge", [i * step_us for i in range(buckets + 1)], dtype=pl.Int64)
+    rel_start = ((use["start"] - lo).dt.total_microseconds()).sort()
+    rel_end = ((use["end"] - lo).dt.total_microseconds()).sort()
+    # running in [e_k, e_k+1): started before the bucket ends, not ended before it starts
+    started = rel_start.search_sorted(edges[1:], side="left")
+    ended = rel_end.search_sorted(edges[:-1], side="left")
+    running = (started.cast(pl.Int64) - ended.cast(pl.Int64)).to_list()
+    xs = [axis.x(lo + timedelta(microseconds=i * step_us + step_us / 2)) for i in range(buckets)]
+    bucket_width = step_us / 1000 if axis.wall else step_us / 1e6
+
+    data: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "executions running",
+            "x": xs,
+            "y": running,
+            "line": {"color": EXECUTION, "width": 1.5, "shape": "hv"},
+            "fill": "tozeroy",
+            "fillcolor": "rgba(35,82,124,0.15)",
+            "xaxis": "x",
+            "yaxis": "y",
+        }
+    ]
+    ov = findings.filter(
+        (pl.col("kind") == "overlapping_executions")
+        & pl.col("start").is_not_null()
+        & pl.col("end").is_not_null()
+    )
+    if ov.height:
+        o_start = ((ov["start"] - lo).dt.total_microseconds()).sort()
+        o_end = ((ov["end"] - lo).dt.total_microseconds()).sort()
+        o_running = (
+            o_start.search_sorted(edges[1:], side="left").cast(pl.Int64)
+            - o_end.search_sorted(edges[:-1], side="left").cast(pl.Int64)
+        ).to_list()
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "overlapping execution pairs",
+                "x": xs,
+                "y": o_running,
+                "line": {"color": ZOMBIE, "width": 1.5, "shape": "hv"},
+                "fill": "tozeroy",
+                "fillcolor": "rgba(207,34,46,0.2)",
+                "xaxis": "x",
+                "yaxis": "y",
+            }
+        )
+    fs = findings.filter(pl.col("start").is_not_null())
+    if fs.height:
+        counted = (
+            fs.with_columns(
+                ((pl.col("start") - pl.lit(lo)).dt.total_microseconds() // step_us)
+                .clip(0, buckets - 1)
+                .alias("bucket")
+            )
+            .group_by("kind", "bucket")
+            .agg(pl.len().alias("n"))
+            .sort("kind", "bucket")
+        )
+        for (kind,), grp in counted.partition_by("kind", as_dict=True, maintain_order=True).items():
+            data.append(
+                {
+                    "type": "bar",
+                    "name": esc(kind),
+                    "x": [xs[b] for b in grp["bucket"].to_list()],
+                    "y": grp["n"].to_list(),
+                    "width": bucket_width,
+                    "xaxis": "x2",
+                    "yaxis": "y2",
+                    "marker": {"color": _kind_colour(str(kind))},
+                }
+            )
+    title_note = f"{use.height:,} executions" + (
+        f" ({left_out:,} without wall clock not shown)" if left_out else ""
+    )
+    x_common: dict[str, Any] = {
+        "showgrid": True,
+        "gridcolor": "#eaeef2",
+        "type": "date" if axis.wall else "linear",
+    }
+    layout = {
+        **base_layout,
+        "title": {"text": esc(title_note), "x": 0.01, "font": {"size": 12}},
+        "xaxis": {**x_common, "anchor": "y", "matches": "x2", "showticklabels": False},
+        "xaxis2": {
+            **x_common,
+            "anchor": "y2",
+            "title": {"text": "UTC" if axis.wall else "seconds (log order)", "font": {"size": 10}},
+        },
+        "yaxis": {
+            "domain": [0.42, 1.0],
+            "title": {"text": "running", "font": {"size": 10}},
+            "rangemode": "tozero",
+        },
+        "yaxis2": {
+            "domain": [0.0, 0.34],
+            "title": {"text": "findings", "font": {"size": 10}},
+            "rangemode": "tozero",
+        },
+    }
+    return {"data": data, "layout": layout}
+
+
+_KIND_PALETTE = [
+    "#cf222e",
+    "#bf8700",
+    "#8250df",
+    "#0969da",
+    "#1a7f37",
+    "#fb8500",
+    "#57606a",
+    "#d4a72c",
+    "#a40e26",
+    "#3b78c4",
+    "#6639ba",
+    "#116329",
+    "#953800",
+    "#0550ae",
+    "#6e7781",
+    "#e16f24",
+]
+
+
+def _kind_colour(kind: str) -> str:
+    # stable per kind across reports (not per position), so a colour means the same thing every time
+    return _KIND_PALETTE[sum(kind.encode()) % len(_KIND_PALETTE)]
+
+
+def overview_figure(analysis: Analysis) -> go.Figure:
+    """Fleet overview: executions running over time, overlapping pairs, findings per time bucket by kind."""
+    import plotly.graph_objects as go
+
+    return go.Figure(overview_spec(analysis.executions, analysis.findings))

@@ -1,0 +1,527 @@
+"""The self-contained HTML report: header, fleet overview, findings list, one lease timeline per job.
+
+One file, offline: plotly.js is inlined once, every figure is a JSON spec in one data block and is drawn
+when it scrolls into view (hundreds of timelines stay cheap to open). A Content-Security-Policy forbids any
+network request. Log text is untrusted: everything put into HTML is escaped, and the embedded JSON escapes
+`<`, `>` and `&` so no log line can close the script element.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import polars as pl
+
+from leaselog.durations import format_duration
+from leaselog.findings import SEVERITY_RANK, Finding
+from leaselog.render.figures import _Axis, overview_spec, timeline_spec
+
+if TYPE_CHECKING:
+    from leaselog.analysis import Analysis
+
+__all__ = ["MAX_FINDINGS_LISTED", "MAX_TIMELINES", "embed_json", "write_report"]
+
+MAX_TIMELINES = 200  # detailed timelines drawn; other jobs with findings are listed, not drawn
+MAX_FINDINGS_LISTED = 3000  # findings written into the page; all of them are in --json
+MAX_MALFORMED_LISTED = 50
+TOP_JOBS = 15
+
+# no network at all: scripts and styles only inline, images only data: (plotly's modebar icons are inline SVG)
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
+    "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
+
+
+def e(text: object) -> str:
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def embed_json(payload: Any) -> str:
+    """JSON safe inside a <script> element: `<`, `>`, `&` and line separators as \\u escapes."""
+    raw = orjson.dumps(payload, option=orjson.OPT_SERIALIZE_NUMPY)
+    for ch, rep in (
+        (b"<", b"\\u003c"),
+        (b">", b"\\u003e"),
+        (b"&", b"\\u0026"),
+        ("\u2028".encode(), b"\\u2028"),
+        ("\u2029".encode(), b"\\u2029"),
+    ):
+        raw = raw.replace(ch, rep)
+    return raw.decode()
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    js: str = get_plotlyjs()
+    # it is inlined as is; were it ever to contain a closing tag, the page would break, so refuse loudly
+    if "</script" in js.lower():
+        raise RuntimeError("plotly.js bundle contains </script>; cannot inline it safely")
+    return js
+
+
+def _rank_jobs(a: Analysis) -> list[str]:
+    """Jobs with findings, most severe first, then most overlap / longest finding, then by id."""
+    fs = a.findings.filter(pl.col("job_id").is_not_null())
+    if fs.height == 0:
+        return []
+    ranked = (
+        fs.with_columns(pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int64).alias("rank"))
+        .group_by("job_id")
+        .agg(
+            pl.col("rank").min(),
+            pl.col("duration_ms").filter(pl.col("kind") == "overlapping_executions").sum().alias("overlap"),
+            pl.col("duration_ms").max().fill_null(0).alias("longest"),
+        )
+        .sort(["rank", "overlap", "longest", "job_id"], descending=[False, True, True, False])
+    )
+    return ranked["job_id"].to_list()
+
+
+def write_report(
+    analysis: Analysis,
+    path: str | Path,
+    *,
+    max_timelines: int = MAX_TIMELINES,
+    max_findings: int = MAX_FINDINGS_LISTED,
+) -> None:
+    """Write the self-contained HTML report for `analysis` to `path`."""
+    a = analysis
+    jobs = _rank_jobs(a)
+    shown = jobs[:max_timelines]
+    job_index = {j: i for i, j in enumerate(shown)}
+
+    by_job: dict[str | None, list[Finding]] = defaultdict(list)
+    for f in a.finding_list:
+        by_job[f.job_id].append(f)
+
+    figures, axes = _timeline_specs(a, shown, by_job)
+    finding_refs: list[list[Any]] = []  # per listed finding: [job index or -1, x0, x1]
+
+    parts: list[str] = []
+    parts.append(_head())
+    parts.append(_header(a, len(jobs), len(shown)))
+    parts.append(_inputs(a))
+    parts.append(_overview(a, job_index))
+    parts.append(_findings(a, jobs, by_job, job_index, axes, finding_refs, max_findings))
+    parts.append(_timelines(shown, by_job, figures, len(jobs)))
+    payload = {
+        "overview": overview_spec(a.executions, a.findings),
+        "figures": figures,
+        "findings": finding_refs,
+    }
+    parts.append(f"<script>{_plotly_js()}</script>\n")
+    parts.append(f'<script type="application/json" id="leaselog-data">{embed_json(payload)}</script>\n')
+    parts.append(f"<script>{_APP_JS}</script>\n</body>\n</html>\n")
+    Path(path).write_text("".join(parts), encoding="utf-8")
+
+
+def _timeline_specs(
+    a: Analysis, shown: list[str], by_job: dict[str | None, list[Finding]]
+) -> tuple[list[dict[str, Any]], list[_Axis]]:
+    if not shown:
+        return [], []
+    # filter once and split, instead of scanning the whole events frame per job
+    sel = pl.col("job_id").is_in(shown)
+    ev = a.events.filter(sel).partition_by("job_id", as_dict=True)
+    ex = a.executions.filter(sel).partition_by("job_id", as_dict=True)
+    rn = a.renewals.filter(sel).partition_by("job_id", as_dict=True) if a.renewals.height else {}
+    empty_ev, empty_ex = a.events.clear(), a.executions.clear()
+    specs: list[dict[str, Any]] = []
+    axes: list[_Axis] = []
+    for job in shown:
+        x = ex.get((job,), empty_ex)
+        specs.append(
+            timeline_spec(job, x, ev.get((job,), empty_ev), by_job.get(job, []), rn.get((job,)), title=False)
+        )
+        axes.append(_Axis(wall=x.height > 0 and set(x["clock"].to_list()) == {"wall"}))
+    return specs, axes
+
+
+def _head() -> str:
+    return (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<link rel="icon" href="data:,">\n<title>leaselog report</title>\n'
+        f"<style>{_CSS}</style>\n</head>\n<body>\n"
+        '<noscript><p class="warn">The timelines need JavaScript (inlined in this file; nothing is'
+        " fetched).</p></noscript>\n"
+    )
+
+
+def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
+    d = a.to_dict()
+    tr = d["timeRange"]
+    counts = Counter(f.severity for f in a.finding_list)
+    sev = (
+        " ".join(
+            f'<span class="badge sev-{s}">{counts[s]} {s}</span>'
+            for s in ("error", "warning", "info")
+            if counts[s]
+        )
+        or '<span class="badge ok">no findings</span>'
+    )
+    lines = d["lines"]
+    if tr["start"]:
+        time_range = f"{e(tr['start'])} → {e(tr['end'])} UTC"
+        if not tr["wallClock"]:
+            time_range += " (some inputs have no wall clock: placed by elapsedMs / line order)"
+    elif a.events.height:
+        time_range = "no wall-clock timestamps: times from elapsedMs and line order"
+    else:
+        time_range = "no lease events"
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    s = a.settings
+    ttl = format_duration(s.lease_ttl_ms) if s.lease_ttl_ms is not None else "from leaseMs only"
+    return (
+        f'<header><h1>leaselog report</h1><p class="sub">generated {e(generated)} · default lease TTL {e(ttl)} ·'
+        f" clock-skew tolerance {e(format_duration(s.max_skew_ms))}</p>\n"
+        '<div class="cards">'
+        f'<div class="card"><div class="big">{len(a.input_reports)}</div>files</div>'
+        f'<div class="card"><div class="big">{lines["total"]:,}</div>lines ({lines["used"]:,} used,'
+        f' {lines["ignored"]:,} ignored, <span class="{"bad" if lines["malformed"] else ""}">'
+        f"{lines['malformed']:,} malformed</span>)</div>"
+        f'<div class="card"><div class="big">{d["jobs"]:,}</div>jobs, {d["executions"]:,} executions</div>'
+        f'<div class="card"><div class="big">{len(a.finding_list):,}</div>findings {sev}</div>'
+        f'<div class="card wide">time range<br><b>{time_range}</b></div>'
+        "</div>\n"
+        '<nav><a href="#inputs">Inputs</a> · <a href="#overview">Fleet overview</a> · '
+        f'<a href="#findings">Findings</a> · <a href="#timelines">Timelines ({shown} of {jobs_with_findings})</a>'
+        "</nav></header>\n"
+    )
+
+
+def _inputs(a: Analysis) -> str:
+    rows = []
+    for r in a.input_reports:
+        err = f'<div class="bad">{e(r.error)}</div>' if r.error else ""
+        rows.append(
+            f"<tr><td><code>{e(r.path)}</code>{err}</td><td>{e(r.format)}</td><td class=n>{r.lines:,}</td>"
+            f"<td class=n>{r.used:,}</td><td class=n>{r.ignored:,}</td>"
+            f'<td class="n{" bad" if r.malformed else ""}">{r.malformed:,}</td></tr>'
+        )
+    tot = a.line_totals()
+    if len(a.input_reports) > 1:
+        rows.append(
+            f"<tr class=total><td>total</td><td></td><td class=n>{tot['total']:,}</td>"
+            f"<td class=n>{tot['used']:,}</td><td class=n>{tot['ignored']:,}</td>"
+            f"<td class=n>{tot['malformed']:,}</td></tr>"
+        )
+    out = [
+        '<section id="inputs"><h2>Inputs</h2>',
+        "<table><thead><tr><th>file</th><th>format</th><th>lines</th><th>used</th><th>ignored</th>"
+        "<th>malformed</th></tr></thead><tbody>",
+        *rows,
+        "</tbody></table>",
+    ]
+    for p in a.problems:
+        out.append(f'<p class="warn">{e(p)}</p>')
+    if a.malformed.height:
+        out.append(f"<details><summary>{a.malformed.height:,} malformed line(s)</summary><ul class=mono>")
+        for f, line, why in a.malformed.head(MAX_MALFORMED_LISTED).iter_rows():
+            out.append(f"<li>{e(f)}:{line}: {e(why)}</li>")
+        if a.malformed.height > MAX_MALFORMED_LISTED:
+            out.append(f"<li>… and {a.malformed.height - MAX_MALFORMED_LISTED:,} more (all in --json)</li>")
+        out.append("</ul></details>")
+    out.append("</section>\n")
+    return "\n".join(out)
+
+
+def _job_link(job: str | None, job_index: dict[str, int]) -> str:
+    if job is None:
+        return "<i>fleet</i>"
+    if job in job_index:
+        return f'<a href="#job-{job_index[job]}" class="joblink" data-job="{job_index[job]}">{e(job)}</a>'
+    return e(job)
+
+
+def _overview(a: Analysis, job_index: dict[str, int]) -> str:
+    fs = a.findings
+    kinds = (
+        fs.group_by("kind", "code", "severity")
+        .agg(
+            pl.len().alias("n"),
+            pl.col("duration_ms").sum().alias("total_ms"),
+            (pl.col("certainty") == "uncertain").sum().alias("uncertain"),
+        )
+        .with_columns(pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int64).alias("rank"))
+        .sort("rank", "n", descending=[False, True])
+    )
+    kind_rows = (
+        "".join(
+            f'<tr><td><span class="badge sev-{e(sev)}">{e(sev)}</span></td><td><code>{e(code)}</code></td>'
+            f"<td>{e(kind)}</td><td class=n>{n:,}</td><td class=n>{unc:,}</td>"
+            f"<td class=n>{format_duration(total) if total else ''}</td></tr>"
+            for kind, code, sev, n, total, unc, _ in kinds.iter_rows()
+        )
+        or '<tr><td colspan="6">no findings</td></tr>'
+    )
+
+    overlap = (
+        fs.filter(pl.col("kind") == "overlapping_executions")
+        .group_by("job_id")
+        .agg(
+            pl.col("duration_ms").sum().alias("overlap_ms"),
+            pl.len().alias("pairs"),
+            pl.col("pods").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("pods"),
+        )
+        .sort("overlap_ms", "job_id", descending=[True, False])
+        .head(TOP_JOBS)
+    )
+    overlap_rows = (
+        "".join(
+            f"<tr><td>{_job_link(j, job_index)}</td><td class=n>{format_duration(ms)}</td><td class=n>{n}</td>"
+            f"<td>{e(', '.join(p))}</td></tr>"
+            for j, ms, n, p in overlap.iter_rows()
+        )
+        or '<tr><td colspan="4">no overlapping executions</td></tr>'
+    )
+    slow = (
+        a.executions.filter(pl.col("runtime_ms").is_not_null())
+        .sort("runtime_ms", "job_id", descending=[True, False], nulls_last=True)
+        .head(TOP_JOBS)
+        .select("job_id", "execution_id", "pod", "runtime_ms", "ttl_ms", "end_kind")
+    )
+    slow_rows = (
+        "".join(
+            f"<tr><td>{_job_link(j, job_index)}</td><td><code>{e(x)}</code></td><td>{e(p)}</td>"
+            f"<td class=n>{format_duration(rt)}</td>"
+            f'<td class="n{" bad" if ttl is not None and rt > ttl else ""}">'
+            f"{format_duration(ttl) if ttl is not None else '?'}</td><td>{e(k)}</td></tr>"
+            for j, x, p, rt, ttl, k in slow.iter_rows()
+        )
+        or '<tr><td colspan="6">no executions</td></tr>'
+    )
+    return (
+        '<section id="overview"><h2>Fleet overview</h2>'
+        '<div id="overview-plot" class="plot" data-fig="overview" style="min-height:420px"></div>\n'
+        '<div class="grid"><div><h3>Findings by kind</h3><table><thead><tr><th>severity</th><th>code</th>'
+        "<th>kind</th><th>count</th><th>uncertain</th><th>total duration</th></tr></thead>"
+        f"<tbody>{kind_rows}</tbody></table></div>\n"
+        "<div><h3>Most overlapping jobs</h3><table><thead><tr><th>job</th><th>overlap</th><th>pairs</th>"
+        f"<th>pods</th></tr></thead><tbody>{overlap_rows}</tbody></table></div>\n"
+        '<div class="span2"><h3>Slowest executions</h3><table><thead><tr><th>job</th><th>execution</th>'
+        "<th>pod</th><th>runtime</th><th>lease TTL</th><th>end</th></tr></thead>"
+        f"<tbody>{slow_rows}</tbody></table></div></div></section>\n"
+    )
+
+
+def _findings(
+    a: Analysis,
+    jobs: list[str],
+    by_job: dict[str | None, list[Finding]],
+    job_index: dict[str, int],
+    axes: list[_Axis],
+    refs: list[list[Any]],
+    max_findings: int,
+) -> str:
+    out = ['<section id="findings"><h2>Findings</h2>']
+    if not a.finding_list:
+        out.append(
+            '<p class="ok">No findings: no overlapping executions, outlived leases or other anomalies'
+            " in these logs.</p></section>\n"
+        )
+        return "".join(out)
+    order: list[str | None] = ([None] if by_job.get(None) else []) + list(jobs)
+    listed = 0
+    for job in order:
+        if listed >= max_findings:
+            break
+        fs = by_job[job]
+        k = job_index.get(job) if job is not None else None
+        out.append(
+            f'<div class="jobgroup"><h3>{_job_link(job, job_index)}'
+            f' <span class="dim">{len(fs)} finding(s)</span></h3><ol class="findings">'
+        )
+        for f in fs:
+            if listed >= max_findings:
+                break
+            fid = len(refs)
+            axis = axes[k] if k is not None else None
+            x0 = axis.x(f.start) if axis is not None and f.start is not None else None
+            x1 = axis.x(f.end or f.start) if axis is not None and f.start is not None else None
+            refs.append([k if k is not None else -1, x0, x1])
+            out.append(_finding_item(f, fid, k, axis))
+            listed += 1
+        out.append("</ol></div>")
+    total = len(a.finding_list)
+    if listed < total:
+        out.append(
+            f'<p class="warn">Showing {listed:,} of {total:,} findings; all of them are in the'
+            " <code>--json</code> output.</p>"
+        )
+    out.append("</section>\n")
+    return "\n".join(out)
+
+
+def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> str:
+    dur = f" <b>{format_duration(f.duration_ms)}</b>" if f.duration_ms is not None else ""
+    unc = ' <span class="badge uncertain">uncertain</span>' if f.certainty == "uncertain" else ""
+    trig = f" · trigger <code>{e(f.trigger)}</code>" if f.trigger else ""
+    goto = (
+        f' <a class="goto" href="#job-{k}" data-f="{fid}">show on timeline ↓</a>'
+        if k is not None and f.start is not None
+        else ""
+    )
+    span = ""
+    if f.start is not None:
+        fmt = axis.when if axis is not None else (lambda t: t.isoformat() if t else "?")
+        span = f" · {e(fmt(f.start))}" + (f" → {e(fmt(f.end))}" if f.end and f.end != f.start else "")
+    ev = "".join(
+        f"<li><code>{e(x.file)}:{x.line}</code>{' ' + e(x.note) if x.note else ''}</li>" for x in f.evidence
+    )
+    execs = ", ".join(e(x) for x in f.execution_ids)
+    pods = ", ".join(e(p) for p in f.pods)
+    return (
+        f'<li class="finding sev-{e(f.severity)}" id="f-{fid}">'
+        f'<div class="fhead"><span class="badge sev-{e(f.severity)}">{e(f.severity)}</span> <code>{e(f.code)}</code>'
+        f" <b>{e(f.kind)}</b>{dur}{unc}{goto}</div>"
+        f'<p class="msg">{e(f.message)}</p>'
+        f'<div class="meta">executions: {execs or "—"} · pods: {pods or "—"}{span}{trig}</div>'
+        f'<details class="ev"><summary>evidence ({len(f.evidence)})</summary><ul class=mono>{ev}</ul></details>'
+        "</li>"
+    )
+
+
+def _timelines(
+    shown: list[str], by_job: dict[str | None, list[Finding]], figures: list[dict[str, Any]], total: int
+) -> str:
+    out = ['<section id="timelines"><h2>Timelines</h2>']
+    if total == 0:
+        out.append(
+            "<p>No job has findings, so no timeline is drawn; the fleet overview above shows all"
+            " executions.</p></section>\n"
+        )
+        return "".join(out)
+    note = f"Showing {len(shown):,} of {total:,} jobs with findings"
+    if len(shown) < total:
+        note += " (most severe and most overlapping first; the rest are in the findings list and --json)"
+    out.append(
+        f'<p class="note" id="timeline-note">{note}. Lease = thin light bar, execution = thick dark'
+        " bar, red hatched = running without a lease, red shading = overlapping executions. Times are UTC."
+        " Hover any marker for the raw log fields and file:line.</p>"
+    )
+    for k, job in enumerate(shown):
+        fs = by_job.get(job, [])
+        codes = Counter(f.code for f in fs)
+        summary = ", ".join(f"{c}×{n}" if n > 1 else c for c, n in sorted(codes.items()))
+        h = int(figures[k]["layout"].get("height", 300))
+        out.append(
+            f'<article class="job" id="job-{k}"><h3>{e(job)} <span class="dim">{e(summary)}</span></h3>'
+            f'<div class="plot timeline" id="plot-{k}" data-fig="{k}" style="min-height:{h}px"></div></article>'
+        )
+    out.append("</section>\n")
+    return "\n".join(out)
+
+
+_CSS = """
+:root{--fg:#24292f;--dim:#57606a;--line:#d0d7de;--err:#cf222e;--warn:#9a6700;--info:#0969da}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);margin:0 auto;max-width:1400px;
+padding:0 24px 80px}
+h1{margin:18px 0 2px;font-size:24px}h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:32px}
+h3{margin:14px 0 6px;font-size:15px}
+.sub,.dim{color:var(--dim);font-weight:normal;font-size:12px}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+.mono{padding-left:18px}
+nav{margin:10px 0;font-size:14px}
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin-top:12px}
+.card{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:150px;font-size:12px}
+.card.wide{flex:1}.card .big{font-size:22px;font-weight:600}
+table{border-collapse:collapse;font-size:12px;margin:4px 0}
+th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums}tr.total td{font-weight:600}
+.bad{color:var(--err)}.warn{color:var(--warn)}.ok{color:#1a7f37}
+.badge{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;font-weight:600;color:white;
+background:#57606a}
+.badge.sev-error{background:var(--err)}.badge.sev-warning{background:#bf8700}.badge.sev-info{background:var(--info)}
+.badge.ok{background:#1a7f37}.badge.uncertain{background:#8250df}
+.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px 28px}.span2{grid-column:span 2}
+ol.findings{list-style:none;padding:0;margin:0}
+li.finding{border-left:4px solid var(--line);padding:6px 10px;margin:6px 0;background:#f6f8fa;border-radius:3px}
+li.finding.sev-error{border-color:var(--err)}li.finding.sev-warning{border-color:#bf8700}
+li.finding.sev-info{border-color:var(--info)}
+li.finding.selected{outline:2px solid #d4a72c;background:#fff8c5}
+.msg{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
+.meta{color:var(--dim);font-size:12px;overflow-wrap:anywhere}
+details.ev summary{cursor:pointer;color:var(--dim);font-size:12px}
+a.goto{font-size:12px;margin-left:8px}
+article.job{border:1px solid var(--line);border-radius:6px;padding:4px 10px 8px;margin:14px 0}
+article.job.flash{outline:3px solid #d4a72c}
+.note{color:var(--dim)}
+"""
+
+# Renders the overview at once and each timeline when it comes near the viewport; links from findings
+# scroll to the job, draw it if needed, and mark the finding's moment with a highlighted band.
+_APP_JS = r"""
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("leaselog-data").textContent);
+  var config = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
+  function spec(div) {
+    var k = div.getAttribute("data-fig");
+    return k === "overview" ? data.overview : data.figures[+k];
+  }
+  function render(div) {
+    if (div._leaselog) { return div._leaselog; }
+    var s = spec(div);
+    div._leaselog = Plotly.newPlot(div, s.data, s.layout, config).then(function () {
+      div.setAttribute("data-rendered", "1");
+      return div;
+    });
+    return div._leaselog;
+  }
+  var plots = document.querySelectorAll("div.plot");
+  if ("IntersectionObserver" in window) {
+    var io = new IntersectionObserver(function (entries) {
+      entries.forEach(function (en) {
+        if (en.isIntersecting) { io.unobserve(en.target); render(en.target); }
+      });
+    }, {rootMargin: "600px 0px"});
+    plots.forEach(function (d) { io.observe(d); });
+  } else {
+    plots.forEach(render);
+  }
+  function highlight(fid) {
+    var ref = data.findings[fid];
+    if (!ref || ref[0] < 0) { return; }
+    var div = document.getElementById("plot-" + ref[0]);
+    document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
+    var li = document.getElementById("f-" + fid);
+    if (li) { li.classList.add("selected"); }
+    var art = div.closest("article");
+    art.scrollIntoView({block: "start"});
+    render(div).then(function () {
+      var base = (data.figures[ref[0]].layout.shapes || []).slice();
+      var mark = ref[1] === ref[2]
+        ? {type: "line", xref: "x", yref: "paper", x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+           line: {color: "#d4a72c", width: 4}, name: "highlight"}
+        : {type: "rect", xref: "x", yref: "paper", x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+           fillcolor: "rgba(212,167,44,0.25)", line: {color: "#d4a72c", width: 2}, name: "highlight"};
+      base.push(mark);
+      return Plotly.relayout(div, {shapes: base});
+    }).then(function () {
+      art.classList.add("flash");
+      div.setAttribute("data-highlighted", String(fid));
+      setTimeout(function () { art.classList.remove("flash"); }, 2500);
+    });
+  }
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest ? ev.target.closest("a.goto") : null;
+    if (!a) { return; }
+    ev.preventDefault();
+    var fid = +a.getAttribute("data-f");
+    history.replaceState(null, "", "#f-" + fid);
+    highlight(fid);
+  });
+  var m = /^#f-(\d+)$/.exec(location.hash);
+  if (m) { highlight(+m[1]); }
+})();
+"""
