@@ -359,3 +359,27 @@ def test_job_ids_are_sorted_and_unique(sample: leaselog.Analysis) -> None:
     assert ids == sorted(set(ids))
     assert "report-42" in ids
     assert len(ids) == sample.executions["job_id"].n_unique()
+
+
+def test_timeline_is_a_plotly_figure_of_that_job(sample: leaselog.Analysis) -> None:
+    import plotly.graph_objects as go
+
+    fig = sample.timeline("report-42")
+    assert isinstance(fig, go.Figure)
+    assert len(fig.data) > 0
+    assert "report-42" in fig.layout.title.text
+    assert "invoice" not in json.dumps(fig.to_plotly_json(), default=str)
+
+
+def test_overview_is_a_plotly_figure(sample: leaselog.Analysis, empty: leaselog.Analysis) -> None:
+    import plotly.graph_objects as go
+
+    assert isinstance(sample.overview(), go.Figure)
+    assert len(sample.overview().data) > 0
+    assert isinstance(empty.overview(), go.Figure)
+
+
+def test_a_loaded_analysis_draws_the_same_figures(sample: leaselog.Analysis, tmp_path: Path) -> None:
+    back = leaselog.load(sample.write_parquet(tmp_path / "store"))
+    assert back.timeline("report-42").to_plotly_json() == sample.timeline("report-42").to_plotly_json()
+    assert back.overview().to_plotly_json() == sample.overview().to_plotly_json()
