@@ -299,12 +299,12 @@ def test_round_trip_keeps_every_setting_and_unmapped_event_names(tmp_path: Path)
         clock_offsets={"pod-b": "-3ms"},
         fields={"pod": ["worker"]},
         events={"job_finished": ["all_done"]},
-        rules=[{"event": "job_progress", "message_regex": r"step (?P<step>\d+)"}],
+        rules=[{"event": "job_progress", "message_regex": r"step done by (?P<pod>\S+)"}],
     )
     assert a.input_reports[0].unmapped_events == {"lease_wobbled": 1}
     back = leaselog.load(a.write_parquet(tmp_path / "store"))
     _assert_same(a, back)
-    assert back.settings.rules[0].message_regex == r"step (?P<step>\d+)"
+    assert back.settings.rules[0].message_regex == r"step done by (?P<pod>\S+)"
 
 
 def test_writing_again_replaces_the_store(

@@ -122,13 +122,13 @@ class Analysis:
             hint = f"did you mean {', '.join(close)}? " if close else ""
             raise KeyError(f"no job {job_id!r} in this analysis; {hint}({len(known)} jobs: see .job_ids())")
         # imported here: plotly is only paid for by those who draw
-        from leaselog.render.figures import timeline_figure  # type: ignore[import-not-found,unused-ignore]
+        from leaselog.render.figures import timeline_figure
 
         return timeline_figure(self, job_id)
 
     def overview(self) -> go.Figure:
         """Every job at a glance (plotly Figure)."""
-        from leaselog.render.figures import overview_figure  # type: ignore[import-not-found,unused-ignore]
+        from leaselog.render.figures import overview_figure
 
         return overview_figure(self)
 
