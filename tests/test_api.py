@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import leaselog
@@ -383,3 +386,60 @@ def test_a_loaded_analysis_draws_the_same_figures(sample: leaselog.Analysis, tmp
     back = leaselog.load(sample.write_parquet(tmp_path / "store"))
     assert back.timeline("report-42").to_plotly_json() == sample.timeline("report-42").to_plotly_json()
     assert back.overview().to_plotly_json() == sample.overview().to_plotly_json()
+
+
+_EVENTS = [
+    "job_triggered",
+    "lock_acquired",
+    "lock_denied",
+    "job_started",
+    "lease_renewal",
+    "ownership_lost",
+    "job_stop_requested",
+    "job_stopped",
+    "job_finished",
+    "lock_released",
+    "completion",
+    "job_progress",
+]
+
+
+@st.composite
+def _incident_logs(draw: st.DrawFn) -> list[dict[str, object]]:
+    """Small, messy lease logs: any event order, optional fields, odd text."""
+    rows: list[dict[str, object]] = []
+    t_ms = 1_793_000_000_000
+    for _ in range(draw(st.integers(1, 25))):
+        t_ms += draw(st.integers(0, 20_000))
+        row: dict[str, object] = {
+            "ts": t_ms,
+            "jobId": draw(st.sampled_from(["job-1", "job-2", "jöb-3"])),
+            "executionId": draw(st.sampled_from(["a", "b", "c"])),
+            "pod": draw(st.sampled_from(["pod-a", "pod-b"])),
+            "event": draw(st.sampled_from(_EVENTS)),
+            "message": draw(st.text(max_size=12)),
+        }
+        for key, values in (
+            ("leaseMs", st.sampled_from([1_000, 5_000, 30_000])),
+            ("renewalOutcome", st.sampled_from(["success", "rejected", "timeout", "error"])),
+            ("latencyMs", st.floats(0, 2_000, allow_nan=False)),
+            ("released", st.booleans()),
+            ("outcome", st.sampled_from(["accepted", "duplicate", "rejected"])),
+            ("fencingToken", st.integers(1, 5)),
+            ("trigger", st.sampled_from(["kafka", "retry", "scheduler"])),
+            ("kafka.offset", st.integers(0, 3)),
+        ):
+            if draw(st.booleans()):
+                row[key] = draw(values)
+        rows.append(row)
+    return rows
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=_incident_logs())
+def test_any_analysis_round_trips_through_parquet(rows: list[dict[str, object]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        a = leaselog.analyze(_write(Path(folder) / "log.jsonl", rows), lease_ttl="2s")
+        _assert_same(a, leaselog.load(a.write_parquet(Path(folder) / "store")))
+        for name in FRAME_NAMES:
+            assert schema.mismatches(name, getattr(a, name)) == []
