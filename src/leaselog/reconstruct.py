@@ -17,6 +17,19 @@ from leaselog.config import Settings
 
 EXEC_KEYS = ["job_id", "execution_id"]
 
+# A trailing instance id on a job id: `report-42` -> `report`, `sync_0f3a9c` -> `sync`. Repeated, so
+# `report-2026-11-02` -> `report`; a job id with nothing to strip is its own type.
+_JOB_TYPE_SUFFIX = r"(?:[-_.:/#](?:[0-9]+|[0-9a-fA-F]{6,}|[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}))+$"
+
+# Events that show an execution still doing its job (as opposed to cleaning up or reporting on its lease).
+WORK_EVENTS = ("job_started", "job_progress", "job_finished", "completion")
+
+
+def job_type(job_id: pl.Expr) -> pl.Expr:
+    """The job type of a job id: the id with trailing numeric/hex instance ids stripped."""
+    stripped = job_id.str.replace(_JOB_TYPE_SUFFIX, "")
+    return pl.when(stripped.str.len_chars() > 0).then(stripped).otherwise(job_id)
+
 
 def _first(event: str, col: str = "t") -> pl.Expr:
     return pl.col(col).filter(pl.col("event") == event).first()
@@ -34,21 +47,50 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     r = r.join(leases.select(*EXEC_KEYS, "ttl_ms"), on=EXEC_KEYS, how="left")
     # the deadline a renewal must beat: previous confirmed point + TTL (acquire for the first one)
     anchors = _anchors(events, leases)
-    r = r.join_asof(
-        anchors.select(*EXEC_KEYS, pl.col("t").alias("anchor_t"), "seq").sort("seq"),
-        on="seq",
-        by=EXEC_KEYS,
-        strategy="backward",
-        allow_exact_matches=False,
-        check_sortedness=False,
-    ) if r.height else r.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("anchor_t"))
-    return r.with_columns(
-        (pl.col("anchor_t") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("deadline"),
+    r = (
+        r.join_asof(
+            anchors.select(*EXEC_KEYS, pl.col("t").alias("anchor_t"), "seq").sort("seq"),
+            on="seq",
+            by=EXEC_KEYS,
+            strategy="backward",
+            allow_exact_matches=False,
+            check_sortedness=False,
+        )
+        if r.height
+        else r.with_columns(pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("anchor_t"))
+    )
+    r = (
+        r.with_columns(
+            (pl.col("anchor_t") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("deadline"),
+        )
+        .with_columns(
+            ((pl.col("renewal_outcome") == "success") & (pl.col("t") > pl.col("deadline")))
+            .fill_null(False)
+            .alias("late"),
+        )
+        .drop("anchor_t")
+    )
+    # spacing of renewal attempts (any outcome), the first measured from the acquire: what a renewal-gap
+    # or pause finding measures. `prev_*` locate the line that opened the gap.
+    acq = events.filter(pl.col("event") == "lock_acquired").select(
+        *EXEC_KEYS, "t", "seq", "file", "line", pl.lit("lock_acquired").alias("kind")
+    )
+    attempts = pl.concat(
+        [acq, r.select(*EXEC_KEYS, "t", "seq", "file", "line", pl.lit("lease_renewal").alias("kind"))],
+        how="vertical_relaxed",
+    ).sort("seq")
+    attempts = attempts.with_columns(
+        pl.col("t").shift(1).over(EXEC_KEYS).alias("prev_t"),
+        pl.col("file").shift(1).over(EXEC_KEYS).alias("prev_file"),
+        pl.col("line").shift(1).over(EXEC_KEYS).alias("prev_line"),
+        pl.col("kind").shift(1).over(EXEC_KEYS).alias("prev_kind"),
+    ).filter(pl.col("kind") == "lease_renewal")
+    return r.join(
+        attempts.select("seq", "prev_t", "prev_file", "prev_line", "prev_kind"), on="seq", how="left"
     ).with_columns(
-        ((pl.col("renewal_outcome") == "success") & (pl.col("t") > pl.col("deadline")))
-        .fill_null(False)
-        .alias("late"),
-    ).drop("anchor_t")
+        ((pl.col("t") - pl.col("prev_t")).dt.total_microseconds() / 1000).alias("gap_ms"),
+        ((pl.col("t") - pl.col("deadline")).dt.total_microseconds() / 1000).alias("late_by_ms"),
+    )
 
 
 def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
@@ -59,10 +101,7 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """
     ttl = leases.select(*EXEC_KEYS, "ttl_ms")
     pts = (
-        events.filter(
-            (pl.col("event") == "lock_acquired")
-            | ((pl.col("event") == "lease_renewal"))
-        )
+        events.filter((pl.col("event") == "lock_acquired") | (pl.col("event") == "lease_renewal"))
         .join(ttl, on=EXEC_KEYS, how="inner")
         .sort("seq")
         .with_columns(
@@ -79,7 +118,7 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     # (A renewal after a failed one is measured from the previous *confirmed* point, which is earlier
     # still, so it cannot be in time if the failed one was not; using prev_t is a safe simplification.)
     pts = pts.with_columns((~ok).cast(pl.Int32).cum_sum().over(EXEC_KEYS).alias("breaks"))
-    return pts.filter((pl.col("breaks") == 0)).select(*EXEC_KEYS, "t", "seq", "event")
+    return pts.filter(pl.col("breaks") == 0).select(*EXEC_KEYS, "t", "seq", "event", "line", "latency_ms")
 
 
 def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -95,6 +134,8 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         pl.col("seq").min().alias("first_seq"),
         pl.col("seq").max().alias("last_seq"),
         _first("job_triggered").alias("triggered_at"),
+        _first("job_triggered", "line").alias("triggered_line"),
+        _first("job_triggered", "file").alias("triggered_file"),
         _first("job_triggered", "trigger").alias("trigger"),
         _first("job_triggered", "topic").alias("topic"),
         _first("job_triggered", "partition").alias("partition"),
@@ -107,23 +148,50 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         _first("lock_acquired", "lease_ms").alias("lease_ms"),
         _first("lock_acquired", "fencing_token").alias("fencing_token"),
         _first("lock_denied").alias("denied_at"),
+        _first("lock_denied", "line").alias("denied_line"),
         _first("job_started").alias("started_at"),
         pl.col("t").filter(terminal).first().alias("ended_at"),
         pl.col("event").filter(terminal).first().alias("end_event"),
         _first("ownership_lost").alias("ownership_lost_at"),
+        _first("ownership_lost", "line").alias("ownership_lost_line"),
+        _first("ownership_lost", "reason").alias("ownership_lost_reason"),
         _first("job_stop_requested").alias("stop_requested_at"),
+        _first("job_stop_requested", "line").alias("stop_requested_line"),
+        _first("job_stop_requested", "reason").alias("stop_reason"),
         _first("job_stopped").alias("stopped_at"),
+        _first("job_stopped", "line").alias("stopped_line"),
         _first("job_finished").alias("finished_at"),
+        _first("job_finished", "line").alias("finished_line"),
         _first("job_finished", "status").alias("finish_status"),
         _first("lock_released").alias("released_at"),
+        _first("lock_released", "line").alias("released_line"),
         _first("lock_released", "released").alias("release_deleted"),
         _first("lock_released", "release_outcome").alias("release_outcome"),
+        # the first moment the execution had reason to doubt its ownership: a renewal that did not
+        # succeed, or an explicit ownership_lost (late successes are added after the renewals frame)
+        pl.col("t")
+        .filter(
+            ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
+            | (pl.col("event") == "ownership_lost")
+        )
+        .first()
+        .alias("_doubt_at"),
+        pl.col("line")
+        .filter(
+            ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
+            | (pl.col("event") == "ownership_lost")
+        )
+        .first()
+        .alias("_doubt_line"),
+        pl.col("t").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_at"),
+        pl.col("line").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_line"),
         (pl.col("event") == "lease_renewal").sum().cast(pl.Int64).alias("renewals"),
         ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
         .sum()
         .cast(pl.Int64)
         .alias("renewal_failures"),
         pl.col("file").first(),
+        pl.col("line").first().alias("first_line"),
         _first("lock_acquired", "line").alias("acquired_line"),
         _first("job_started", "line").alias("started_line"),
         pl.col("line").filter(terminal).first().alias("ended_line"),
@@ -132,6 +200,10 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         pl.len().alias("n_events"),
     )
     ex = ex.with_columns(
+        job_type(pl.col("job_id")).alias("job_type"),
+        # executions can only be compared in time on one timeline: the shared wall clock, or (logs
+        # without one) the pseudo timeline of their own file
+        pl.when(pl.col("clock") == "wall").then(pl.lit("wall")).otherwise(pl.col("file")).alias("timeline"),
         pl.coalesce("lease_ms", pl.lit(default_ttl).cast(pl.Int64)).alias("ttl_ms"),
         pl.coalesce("started_at", "acquired_at", "first_seen").alias("start"),
         pl.when(pl.col("ended_at").is_not_null())
@@ -147,26 +219,78 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     )
 
     acquired = ex.filter(pl.col("acquired_at").is_not_null())
-    leases_base = acquired.select(*EXEC_KEYS, "pod", "clock", "acquired_at", "ttl_ms", "fencing_token",
-                                  "released_at", "release_deleted", "file", "acquired_line")
-    anchors = _anchors(ev, leases_base)
-    last_anchor = anchors.group_by(EXEC_KEYS).agg(pl.col("t").max().alias("last_confirmed_at"),
-                                                  (pl.col("event") == "lease_renewal").sum().alias("confirmed_renewals"))
-    leases = leases_base.join(last_anchor, on=EXEC_KEYS, how="left").with_columns(
-        (pl.col("last_confirmed_at") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("expires_at"),
-    ).with_columns(
-        pl.when(pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at")))
-        .then(pl.col("released_at"))
-        .otherwise(pl.col("expires_at"))
-        .alias("valid_until"),
-        pl.when(pl.col("ttl_ms").is_null())
-        .then(pl.lit("unknown_ttl"))
-        .when(pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at")))
-        .then(pl.lit("released"))
-        .otherwise(pl.lit("expired"))
-        .alias("end_reason"),
+    leases_base = acquired.select(
+        *EXEC_KEYS,
+        "pod",
+        "clock",
+        "acquired_at",
+        "ttl_ms",
+        "fencing_token",
+        "released_at",
+        "release_deleted",
+        "file",
+        "acquired_line",
     )
-    ex = ex.join(leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason"), on=EXEC_KEYS, how="left")
+    anchors = _anchors(ev, leases_base)
+    last_anchor = (
+        anchors.sort("seq")
+        .group_by(EXEC_KEYS)
+        .agg(
+            pl.col("t").max().alias("last_confirmed_at"),
+            (pl.col("event") == "lease_renewal").sum().alias("confirmed_renewals"),
+            # where the lease's final expiry was set, and how long that call took: Redis started the TTL
+            # somewhere inside that latency, so the logged expiry is late by up to this much
+            pl.col("line").last().alias("last_confirmed_line"),
+            pl.col("latency_ms").last().alias("confirm_latency_ms"),
+        )
+    )
+    leases = (
+        leases_base.join(last_anchor, on=EXEC_KEYS, how="left")
+        .with_columns(
+            (pl.col("last_confirmed_at") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("expires_at"),
+        )
+        .with_columns(
+            pl.when(
+                pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at"))
+            )
+            .then(pl.col("released_at"))
+            .otherwise(pl.col("expires_at"))
+            .alias("valid_until"),
+            pl.when(pl.col("ttl_ms").is_null())
+            .then(pl.lit("unknown_ttl"))
+            .when(
+                pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at"))
+            )
+            .then(pl.lit("released"))
+            .otherwise(pl.lit("expired"))
+            .alias("end_reason"),
+        )
+    )
+    ex = ex.join(
+        leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason", "last_confirmed_at"),
+        on=EXEC_KEYS,
+        how="left",
+    )
     ex = ex.rename({"end_reason": "lease_end"})
     rn = renewals(ev, leases_base)
+    # a late success is a failure too (the article: it "cannot justify another full lease")
+    late = (
+        rn.filter(pl.col("late"))
+        .group_by(EXEC_KEYS)
+        .agg(pl.col("t").min().alias("_late_at"), pl.col("line").sort_by("t").first().alias("_late_line"))
+    )
+    ex = (
+        ex.join(late, on=EXEC_KEYS, how="left")
+        .with_columns(
+            pl.min_horizontal("_doubt_at", "_late_at").alias("ownership_uncertain_at"),
+            pl.when(
+                pl.col("_late_at").is_not_null()
+                & (pl.col("_doubt_at").is_null() | (pl.col("_late_at") < pl.col("_doubt_at")))
+            )
+            .then(pl.col("_late_line"))
+            .otherwise(pl.col("_doubt_line"))
+            .alias("ownership_uncertain_line"),
+        )
+        .drop("_doubt_at", "_doubt_line", "_late_at", "_late_line")
+    )
     return ex, leases, rn

@@ -12,7 +12,20 @@ from types import ModuleType
 from leaselog.checks import (
     ll101_overlapping_executions,
     ll102_lease_outlived,
+    ll103_concurrent_leases,
+    ll201_renewal_failed,
+    ll202_renewal_gap,
+    ll203_ownership_loss_unhandled,
+    ll204_stop_delayed,
+    ll205_stop_unconfirmed,
     ll301_stale_release,
+    ll302_release_failed,
+    ll401_second_attempt,
+    ll501_duplicate_effect,
+    ll502_stale_write_accepted,
+    ll503_completion_rejected,
+    ll601_crash_takeover,
+    ll701_lease_settings,
 )
 from leaselog.checks.base import CheckContext
 from leaselog.findings import Finding
@@ -20,7 +33,20 @@ from leaselog.findings import Finding
 REGISTRY: tuple[ModuleType, ...] = (
     ll101_overlapping_executions,
     ll102_lease_outlived,
+    ll103_concurrent_leases,
+    ll201_renewal_failed,
+    ll202_renewal_gap,
+    ll203_ownership_loss_unhandled,
+    ll204_stop_delayed,
+    ll205_stop_unconfirmed,
     ll301_stale_release,
+    ll302_release_failed,
+    ll401_second_attempt,
+    ll501_duplicate_effect,
+    ll502_stale_write_accepted,
+    ll503_completion_rejected,
+    ll601_crash_takeover,
+    ll701_lease_settings,
 )
 
 CheckFn = Callable[[CheckContext], list[Finding]]

@@ -64,3 +64,93 @@ def cross_pod_certainty(
 
 def rows(df: pl.DataFrame) -> list[dict[str, Any]]:
     return df.to_dicts()
+
+
+def ms_expr(a: str | pl.Expr, b: str | pl.Expr) -> pl.Expr:
+    """Milliseconds from a to b (columns or expressions), as a float."""
+    ea = pl.col(a) if isinstance(a, str) else a
+    eb = pl.col(b) if isinstance(b, str) else b
+    return (eb - ea).dt.total_microseconds() / 1000
+
+
+def handover_skew_note(
+    earlier_pod: str | None,
+    later_pod: str | None,
+    gap_ms: float | None,
+    confirm_latency_ms: float | None,
+) -> tuple[float | None, str]:
+    """What a lease handover proves about two pods' clocks.
+
+    Redis let the later pod acquire the key only once the earlier lease was gone *in Redis's time*. The
+    earlier pod logged its last confirmation after Redis had set the TTL (by up to that call's latency),
+    so its logged expiry is late by at most that latency. Hence: later pod's clock - earlier pod's clock
+    <= gap + latency. A negative bound means Redis granted the key while the earlier lease still looked
+    valid: either the clocks disagree by at least that much, or the lock failed.
+    Returns (bound in ms, a sentence), or (None, "") when the pods are the same or the gap unknown.
+    """
+    if gap_ms is None or earlier_pod is None or later_pod is None or earlier_pod == later_pod:
+        return None, ""
+    bound = gap_ms + (confirm_latency_ms or 0.0)
+    lat = f" plus the {format_duration(confirm_latency_ms)} confirming call" if confirm_latency_ms else ""
+    if bound >= 0:
+        return bound, (
+            f" Redis handed the key over only after the earlier lease had expired in its own time, so "
+            f"{later_pod}'s clock is at most {format_duration(bound)} ahead of {earlier_pod}'s "
+            f"(the {format_duration(gap_ms)} gap{lat})."
+        )
+    return bound, (
+        f" {later_pod} logged its acquire {format_duration(-bound)} before {earlier_pod}'s lease ran out"
+        f"{lat}: if Redis behaved, {earlier_pod}'s clock runs at least {format_duration(-bound)} ahead of "
+        f"{later_pod}'s."
+    )
+
+
+def certainty_for(
+    size_ms: float | None, pods: list[str | None], clocks: list[str | None], settings: Settings
+) -> tuple[Certainty, str]:
+    """cross_pod_certainty for rows that may carry missing pods (a null pod is its own unknown pod)."""
+    return cross_pod_certainty(size_ms, [p or "?" for p in pods], clocks, settings)
+
+
+def nice_ceil_ms(ms: float) -> float:
+    """Round a suggested duration up to a value people configure: whole seconds, 5 s, 30 s or minutes."""
+    import math
+
+    for limit, step in ((10_000, 1_000), (60_000, 5_000), (600_000, 30_000), (float("inf"), 60_000)):
+        if ms <= limit:
+            return max(step, math.ceil(ms / step) * step)
+    return ms  # pragma: no cover - the last limit is infinite
+
+
+def event_at(events: pl.DataFrame, file: str | None, line: int | None) -> dict[str, Any] | None:
+    """The event on one log line (to phrase what happened there), or None."""
+    if file is None or line is None:
+        return None
+    hit = events.filter((pl.col("file") == file) & (pl.col("line") == line))
+    return hit.row(0, named=True) if hit.height else None
+
+
+def renewal_phrase(outcome: str | None, late: bool = False) -> str:
+    if late:
+        return "a renewal whose success arrived after the lease deadline"
+    return {
+        "rejected": "a rejected renewal",
+        "timeout": "a renewal that timed out",
+        "error": "a renewal that failed with an error",
+    }.get(outcome or "", f"a renewal with outcome {outcome}")
+
+
+def completions(ctx: CheckContext) -> pl.DataFrame:
+    """Completion attempts with their outcome and fencing token (the event's, else the execution's lease's)."""
+    ex = ctx.executions.select(
+        "job_id", "execution_id", "timeline", pl.col("fencing_token").alias("lease_token")
+    )
+    return (
+        ctx.events.filter(pl.col("event") == "completion")
+        .join(ex, on=["job_id", "execution_id"], how="left")
+        .with_columns(
+            pl.coalesce("fencing_token", "lease_token").alias("token"),
+            pl.col("outcome").fill_null("unknown"),
+        )
+        .sort("seq")
+    )

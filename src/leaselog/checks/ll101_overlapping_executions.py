@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, cross_pod_certainty, ev, when
+from leaselog.checks.base import CheckContext, completions, cross_pod_certainty, ev, handover_skew_note, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -22,9 +22,24 @@ CODE = "LL101"
 KIND = "overlapping_executions"
 SEVERITY = "error"
 
-_COLS = ["execution_id", "pod", "clock", "start", "end", "end_kind", "acquired_at", "valid_until",
-         "expires_at", "file", "started_line", "acquired_line", "ended_line", "last_line", "last_file",
-         "first_seq"]
+_COLS = [
+    "execution_id",
+    "pod",
+    "clock",
+    "start",
+    "end",
+    "end_kind",
+    "acquired_at",
+    "valid_until",
+    "expires_at",
+    "file",
+    "started_line",
+    "acquired_line",
+    "ended_line",
+    "last_line",
+    "last_file",
+    "first_seq",
+]
 
 
 def pairs(executions: pl.DataFrame) -> pl.DataFrame:
@@ -43,15 +58,38 @@ def pairs(executions: pl.DataFrame) -> pl.DataFrame:
     return p.filter(pl.col("overlap_ms") > 0).sort("job_id", "overlap_start")
 
 
+def _results(comp: pl.DataFrame, a: str, b: str) -> str:
+    """Which of the two overlapping executions' results was accepted: load versus corruption."""
+    mine = comp.filter(pl.col("execution_id").is_in([a, b]))
+    if mine.height == 0:
+        return ""
+    accepted = (
+        mine.filter(pl.col("outcome") == "accepted")["execution_id"].unique(maintain_order=True).to_list()
+    )
+    if len(accepted) == 2:
+        return " Both results were accepted: a duplicate committed effect (see duplicate_effect)."
+    if len(accepted) == 1:
+        other = b if accepted[0] == a else a
+        return (
+            f" Only {accepted[0]}'s result was accepted ({other}'s was turned away or never completed): the "
+            "overlapping computation was load, not corruption."
+        )
+    return " Neither completion was accepted."
+
+
 def check(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
+    comp = completions(ctx)
+    lat = dict(zip(ctx.leases["execution_id"], ctx.leases["confirm_latency_ms"], strict=True))
     for r in pairs(ctx.executions).iter_rows(named=True):
         a, b = r["execution_id"], r["execution_id_b"]
         ck_a, ck_b = r["clock"], r["clock_b"]
         size = r["overlap_ms"]
         certainty, caveat = cross_pod_certainty(size, [r["pod"], r["pod_b"]], [ck_a, ck_b], ctx.settings)
         leases_overlapped = (
-            r["valid_until"] is not None and r["acquired_at_b"] is not None and r["valid_until"] > r["acquired_at_b"]
+            r["valid_until"] is not None
+            and r["acquired_at_b"] is not None
+            and r["valid_until"] > r["acquired_at_b"]
         )
         if r["acquired_at_b"] is not None and r["valid_until"] is not None and not leases_overlapped:
             opening = (
@@ -71,8 +109,13 @@ def check(ctx: CheckContext) -> list[Finding]:
             if leases_overlapped
             else " The leases never overlapped; the executions did."
         )
+        skew_bound, skew_note = None, ""
+        if not leases_overlapped and r["acquired_at_b"] is not None and ck_a == "wall" and ck_b == "wall":
+            gap = (r["acquired_at_b"] - r["valid_until"]).total_seconds() * 1000 if r["valid_until"] else None
+            skew_bound, skew_note = handover_skew_note(r["pod"], r["pod_b"], gap, lat.get(a))
         message = (
-            f"{opening}{running}: {format_duration(size)} of overlapping execution.{tail}{caveat}"
+            f"{opening}{running}: {format_duration(size)} of overlapping execution.{tail}"
+            f"{_results(comp, a, b)}{skew_note}{caveat}"
         )
         evidence = [
             *ev(r["file"], r["started_line"] or r["acquired_line"], f"{a} starts"),
@@ -94,7 +137,11 @@ def check(ctx: CheckContext) -> list[Finding]:
                 duration_ms=size,
                 message=message,
                 evidence=tuple(evidence),
-                details={"leasesOverlapped": leases_overlapped, "openEnded": r["end_kind"] == "open"},
+                details={
+                    "leasesOverlapped": leases_overlapped,
+                    "openEnded": r["end_kind"] == "open",
+                    "skewBoundMs": skew_bound,
+                },
             )
         )
     return out

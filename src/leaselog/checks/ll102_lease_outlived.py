@@ -25,7 +25,9 @@ def zombies(executions: pl.DataFrame) -> pl.DataFrame:
     """Executions whose last moment alive lies after their lease's expiry (not after a release)."""
     return (
         executions.filter(pl.col("expires_at").is_not_null() & (pl.col("lease_end") == "expired"))
-        .with_columns(((pl.col("end") - pl.col("expires_at")).dt.total_microseconds() / 1000).alias("zombie_ms"))
+        .with_columns(
+            ((pl.col("end") - pl.col("expires_at")).dt.total_microseconds() / 1000).alias("zombie_ms")
+        )
         .filter(pl.col("zombie_ms") > 0)
         .sort("job_id", "expires_at")
     )
@@ -37,11 +39,22 @@ def check(ctx: CheckContext) -> list[Finding]:
         return []
     # who took the key over while the zombie ran (first other acquisition after the expiry)
     acq = ctx.executions.filter(pl.col("acquired_at").is_not_null()).select(
-        "job_id", pl.col("execution_id").alias("next_id"), pl.col("acquired_at").alias("next_at"),
-        pl.col("file").alias("next_file"), pl.col("acquired_line").alias("next_line"))
-    z = z.join(acq, on="job_id", how="left").filter(
-        pl.col("next_at").is_null() | ((pl.col("next_id") != pl.col("execution_id")) & (pl.col("next_at") >= pl.col("acquired_at")))
-    ).sort("next_at", nulls_last=True).group_by("job_id", "execution_id", maintain_order=True).first()
+        "job_id",
+        pl.col("execution_id").alias("next_id"),
+        pl.col("acquired_at").alias("next_at"),
+        pl.col("file").alias("next_file"),
+        pl.col("acquired_line").alias("next_line"),
+    )
+    z = (
+        z.join(acq, on="job_id", how="left")
+        .filter(
+            pl.col("next_at").is_null()
+            | ((pl.col("next_id") != pl.col("execution_id")) & (pl.col("next_at") >= pl.col("acquired_at")))
+        )
+        .sort("next_at", nulls_last=True)
+        .group_by("job_id", "execution_id", maintain_order=True)
+        .first()
+    )
     out: list[Finding] = []
     for r in z.iter_rows(named=True):
         ck = r["clock"]
@@ -76,7 +89,11 @@ def check(ctx: CheckContext) -> list[Finding]:
                 duration_ms=r["zombie_ms"],
                 message=message,
                 evidence=tuple(evidence),
-                details={"ttlMs": r["ttl_ms"], "runtimeMs": r["runtime_ms"], "openEnded": r["end_kind"] == "open"},
+                details={
+                    "ttlMs": r["ttl_ms"],
+                    "runtimeMs": r["runtime_ms"],
+                    "openEnded": r["end_kind"] == "open",
+                },
             )
         )
     return out

@@ -35,15 +35,12 @@ def check(ctx: CheckContext) -> list[Finding]:
     )
     own = ctx.leases.select("job_id", "execution_id", "expires_at", "acquired_at")
     rel = rel.join(own, on=["job_id", "execution_id"], how="left")
-    cand = (
-        rel.join(holders, on="job_id", how="left")
-        .filter(
-            pl.col("holder").is_null()
-            | (
-                (pl.col("holder") != pl.col("execution_id"))
-                & (pl.col("holder_acquired") <= pl.col("t"))
-                & (pl.col("holder_until").is_null() | (pl.col("holder_until") >= pl.col("t")))
-            )
+    cand = rel.join(holders, on="job_id", how="left").filter(
+        pl.col("holder").is_null()
+        | (
+            (pl.col("holder") != pl.col("execution_id"))
+            & (pl.col("holder_acquired") <= pl.col("t"))
+            & (pl.col("holder_until").is_null() | (pl.col("holder_until") >= pl.col("t")))
         )
     )
     # keep releases that matched no holder too

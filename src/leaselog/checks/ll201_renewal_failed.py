@@ -1,0 +1,104 @@
+"""A lease renewal failed: rejected, timed out, errored, or succeeded too late to count.
+
+Anti-pattern: treating a renewal as fire-and-forget. A rejected renewal means the key no longer holds
+this worker's ownership value; a timeout or error leaves the outcome uncertain (Redis may or may not
+have extended the lease); and a success whose response arrives after the local lease deadline cannot
+justify another full lease interval starting at response time. In each case the worker no longer knows
+it owns the job, yet nothing forces it to stop.
+
+Best practice: renew on a task independent of the work loop, with a bounded Redis timeout; on rejection,
+timeout, exception or late response, permanently mark the execution ownership-uncertain and request
+cancellation; do not revive the attempt with a later success.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.base import CheckContext, ev, when
+from leaselog.durations import format_duration
+from leaselog.findings import Finding
+
+CODE = "LL201"
+KIND = "renewal_failed"
+SEVERITY = "warning"
+
+
+def failed(renewals: pl.DataFrame) -> pl.DataFrame:
+    return renewals.filter((pl.col("renewal_outcome") != "success") | pl.col("late")).sort("seq")
+
+
+def check(ctx: CheckContext) -> list[Finding]:
+    f = failed(ctx.renewals)
+    if f.height == 0:
+        return []
+    nxt = ctx.executions.select(
+        "job_id", "execution_id", "stop_requested_at", "stop_requested_line", "stopped_at", "end_kind", "end"
+    )
+    f = f.join(nxt, on=["job_id", "execution_id"], how="left")
+    out: list[Finding] = []
+    for r in f.iter_rows(named=True):
+        ck = r["clock"]
+        who = f"{r['execution_id']} ({r['pod']})"
+        at = when(r["t"], ck)
+        lat = r["latency_ms"]
+        lat_s = f" after {format_duration(lat)}" if lat is not None else ""
+        outcome = r["renewal_outcome"]
+        if r["late"]:
+            what = "late"
+            message = (
+                f"{who} renewed its lease on {r['job_id']}, but the success arrived at {at}, "
+                f"{format_duration(r['late_by_ms'])} after the local lease deadline {when(r['deadline'], ck)}"
+                f"{' (latency ' + format_duration(lat) + ')' if lat is not None else ''}: a success that "
+                "arrives too late cannot justify another full lease interval starting at response time. "
+                "Another worker may already hold the key."
+            )
+        elif outcome == "rejected":
+            what = "rejected"
+            message = (
+                f"{who}'s lease renewal on {r['job_id']} was rejected at {at}{lat_s}: the key no longer held "
+                "its ownership value, so the lease was gone (expired, or another worker owns it). The "
+                "execution has lost ownership and must stop at its next checkpoint."
+            )
+        elif outcome == "timeout":
+            what = "timeout"
+            message = (
+                f"{who}'s lease renewal on {r['job_id']} timed out at {at}{lat_s}: a client timeout leaves "
+                "the outcome uncertain (Redis may or may not have extended the lease), so ownership is "
+                "uncertain from here on and the execution must stop."
+            )
+        else:
+            what = outcome or "error"
+            message = (
+                f"{who}'s lease renewal on {r['job_id']} failed at {at} ({outcome}{lat_s}): the renewal did not "
+                "happen as far as the worker can tell, so ownership is uncertain and the execution must stop."
+            )
+        if r["stop_requested_at"] is not None and r["stop_requested_at"] >= r["t"]:
+            message += f" It requested a stop at {when(r['stop_requested_at'], ck)}."
+        elif r["end_kind"] == "open":
+            message += f" Its log ends at {when(r['end'], ck)} with no stop request."
+        else:
+            message += " No stop was requested."
+        out.append(
+            Finding(
+                kind=KIND,
+                code=CODE,
+                # a rejection proves the lease is gone; the others leave it uncertain
+                severity="error" if what == "rejected" else SEVERITY,
+                job_id=r["job_id"],
+                execution_ids=(r["execution_id"],),
+                pods=(r["pod"],),
+                start=r["t"],
+                end=r["t"],
+                duration_ms=lat,
+                message=message,
+                evidence=tuple(ev(r["file"], r["line"], f"renewal {what}")),
+                details={
+                    "outcome": what,
+                    "latencyMs": lat,
+                    "deadline": None if r["deadline"] is None else r["deadline"].isoformat(),
+                    "lateByMs": r["late_by_ms"] if r["late"] else None,
+                },
+            )
+        )
+    return out

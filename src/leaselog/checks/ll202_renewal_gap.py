@@ -1,0 +1,220 @@
+"""Renewals stopped or spaced out beyond the renewal interval: a process pause or a saturated executor.
+
+Anti-pattern: a renewal interval that looks comfortable during normal operation fails when the process
+is paused (GC, a frozen VM or container) or its executor is saturated. The gap shows in the log as a
+long silence between two renewal attempts (a pause: nothing at all was logged), or as work lines with
+no renewal between them (the renewal task starved or stopped while the job kept going).
+
+Best practice: run renewal on its own scheduler, independent of the work loop; size the interval so a
+renewal still fits before expiry after the longest pause and the slowest Redis response you have
+measured; and check the local lease deadline before each unit of work, since a paused worker may
+resume after another worker has started.
+
+Rule: the interval is `--renewal-interval` when given, else the median spacing of the execution's own
+renewal attempts (at least three spacings), else the median of its job type's. A spacing longer than
+1.5 x the interval is a gap; so is a silence of renewals after the last successful one while the
+execution keeps doing work.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.base import CheckContext, ev, ms_expr, when
+from leaselog.durations import format_duration
+from leaselog.findings import Finding
+from leaselog.reconstruct import EXEC_KEYS, WORK_EVENTS
+
+CODE = "LL202"
+KIND = "renewal_gap"
+SEVERITY = "warning"
+
+GAP_FACTOR = 1.5
+MIN_SPACINGS = 3
+
+
+def intervals(ctx: CheckContext) -> pl.DataFrame:
+    """The renewal interval each execution is held to: configured, or inferred (see the module doc)."""
+    r = ctx.renewals.filter(pl.col("gap_ms").is_not_null()).join(
+        ctx.executions.select(*EXEC_KEYS, "job_type"), on=EXEC_KEYS, how="left"
+    )
+    own = r.group_by(EXEC_KEYS).agg(
+        pl.col("job_type").first(), pl.col("gap_ms").median().alias("own"), pl.len().alias("n")
+    )
+    by_type = r.group_by("job_type").agg(pl.col("gap_ms").median().alias("typ"), pl.len().alias("n_typ"))
+    own = own.join(by_type, on="job_type", how="left")
+    configured = ctx.settings.renewal_interval_ms
+    return own.with_columns(
+        (
+            pl.lit(configured, dtype=pl.Float64)
+            if configured is not None
+            else pl.when(pl.col("n") >= MIN_SPACINGS)
+            .then(pl.col("own"))
+            .when(pl.col("n_typ") >= MIN_SPACINGS)
+            .then(pl.col("typ"))
+            .otherwise(None)
+        ).alias("interval_ms"),
+        pl.lit("configured" if configured is not None else "inferred").alias("interval_source"),
+    ).select(*EXEC_KEYS, "interval_ms", "interval_source")
+
+
+def gaps(ctx: CheckContext) -> pl.DataFrame:
+    """Rows: one per gap, with its bounds, size, interval and the number of lines logged inside it."""
+    iv = intervals(ctx)
+    if iv.height == 0:
+        return pl.DataFrame()
+    # index of every event within its execution, to count what was logged inside a gap
+    idx = ctx.events.sort("seq").select(
+        "seq",
+        pl.int_range(pl.len()).over(EXEC_KEYS).alias("idx"),
+        pl.col("event").is_in(WORK_EVENTS).cast(pl.Int64).cum_sum().over(EXEC_KEYS).alias("work_idx"),
+    )
+    r = ctx.renewals.join(iv, on=EXEC_KEYS, how="inner").filter(pl.col("interval_ms").is_not_null())
+    mid = r.filter(pl.col("gap_ms") > GAP_FACTOR * pl.col("interval_ms")).select(
+        *EXEC_KEYS,
+        "pod",
+        "clock",
+        "interval_ms",
+        "interval_source",
+        pl.col("prev_t").alias("gap_start"),
+        pl.col("t").alias("gap_end"),
+        "gap_ms",
+        pl.col("prev_file").alias("start_file"),
+        pl.col("prev_line").alias("start_line"),
+        pl.col("file").alias("end_file"),
+        pl.col("line").alias("end_line"),
+        pl.lit("between").alias("gap_kind"),
+        "seq",
+        "renewal_outcome",
+        "late",
+    )
+    # lines logged inside a between-renewals gap: events of the execution between its two bounds
+    prev_seq = ctx.events.select(*EXEC_KEYS, "file", "line", pl.col("seq").alias("start_seq"))
+    mid = (
+        mid.join(
+            prev_seq,
+            left_on=[*EXEC_KEYS, "start_file", "start_line"],
+            right_on=[*EXEC_KEYS, "file", "line"],
+            how="left",
+        )
+        .join(idx.rename({"idx": "i_end", "work_idx": "w_end"}), on="seq", how="left")
+        .join(
+            idx.rename({"seq": "start_seq", "idx": "i_start", "work_idx": "w_start"}),
+            on="start_seq",
+            how="left",
+        )
+        .with_columns(
+            (pl.col("i_end") - pl.col("i_start") - 1).alias("lines_inside"),
+            (pl.col("w_end") - pl.col("w_start")).alias("work_inside"),
+        )
+        .drop("start_seq", "i_end", "i_start", "w_end", "w_start", "seq")
+    )
+    # renewals that stopped: the last attempt succeeded, and work went on well past the interval
+    last = (
+        r.sort("seq")
+        .group_by(EXEC_KEYS)
+        .agg(pl.all().last())
+        .filter((pl.col("renewal_outcome") == "success") & ~pl.col("late"))
+        .join(
+            ctx.executions.select(*EXEC_KEYS, "last_work_at", "last_work_line", "file", pl.col("n_events")),
+            on=EXEC_KEYS,
+            how="inner",
+            suffix="_x",
+        )
+        .with_columns(ms_expr("t", "last_work_at").alias("gap_ms"))
+        .filter(pl.col("gap_ms") > GAP_FACTOR * pl.col("interval_ms"))
+    )
+    if last.height:
+        w = (
+            ctx.events.filter(pl.col("event").is_in(WORK_EVENTS))
+            .join(last.select(*EXEC_KEYS, pl.col("t").alias("t0")), on=EXEC_KEYS)
+            .filter(pl.col("t") > pl.col("t0"))
+            .group_by(EXEC_KEYS)
+            .agg(pl.len().alias("work_inside"))
+        )
+        last = last.join(w, on=EXEC_KEYS, how="left")
+    tail = last.select(
+        *EXEC_KEYS,
+        "pod",
+        "clock",
+        "interval_ms",
+        "interval_source",
+        pl.col("t").alias("gap_start"),
+        pl.col("last_work_at").alias("gap_end"),
+        "gap_ms",
+        pl.col("file").alias("start_file"),
+        pl.col("line").alias("start_line"),
+        pl.col("file_x").alias("end_file"),
+        pl.col("last_work_line").alias("end_line"),
+        pl.lit("trailing").alias("gap_kind"),
+        "renewal_outcome",
+        "late",
+        pl.lit(None, dtype=pl.Int64).alias("lines_inside"),
+        pl.col("work_inside").cast(pl.Int64)
+        if "work_inside" in last.columns
+        else pl.lit(None, dtype=pl.Int64).alias("work_inside"),
+    )
+    return pl.concat([mid, tail], how="diagonal_relaxed").sort("job_id", "gap_start")
+
+
+def check(ctx: CheckContext) -> list[Finding]:
+    g = gaps(ctx)
+    out: list[Finding] = []
+    for r in g.iter_rows(named=True):
+        ck = r["clock"]
+        who = f"{r['execution_id']} ({r['pod']})"
+        iv = f"{format_duration(r['interval_ms'])} {r['interval_source']} renewal interval"
+        size = format_duration(r["gap_ms"])
+        if r["gap_kind"] == "between":
+            if not r["lines_inside"]:
+                cause = (
+                    "nothing at all was logged in between: consistent with a process pause (GC, a frozen "
+                    "VM or container)"
+                )
+            else:
+                cause = (
+                    f"it logged {r['lines_inside']} line(s) in between but did not renew: the renewal task "
+                    "was starved (a saturated executor) or blocked"
+                )
+            message = (
+                f"{who} went {size} without a renewal attempt on {r['job_id']} (from {when(r['gap_start'], ck)} "
+                f"to {when(r['gap_end'], ck)}; {iv}): {cause}."
+            )
+            if r["late"] or r["renewal_outcome"] != "success":
+                message += " The renewal that ended the gap came too late to keep the lease."
+        else:
+            message = (
+                f"{who}'s renewals of {r['job_id']} stopped after {when(r['gap_start'], ck)} while it kept "
+                f"working ({r['work_inside'] or 0} work line(s), the last at {when(r['gap_end'], ck)}): "
+                f"{size} without renewal against a {iv}. The renewal task stopped or starved while the job "
+                "went on."
+            )
+        out.append(
+            Finding(
+                kind=KIND,
+                code=CODE,
+                severity=SEVERITY,
+                job_id=r["job_id"],
+                execution_ids=(r["execution_id"],),
+                pods=(r["pod"],),
+                start=r["gap_start"],
+                end=r["gap_end"],
+                duration_ms=r["gap_ms"],
+                message=message,
+                evidence=(
+                    *ev(r["start_file"], r["start_line"], "last renewal (or acquire) before the gap"),
+                    *ev(
+                        r["end_file"],
+                        r["end_line"],
+                        "next renewal attempt" if r["gap_kind"] == "between" else "still working",
+                    ),
+                ),
+                details={
+                    "intervalMs": r["interval_ms"],
+                    "intervalSource": r["interval_source"],
+                    "gapKind": r["gap_kind"],
+                    "linesInside": r["lines_inside"],
+                },
+            )
+        )
+    return out

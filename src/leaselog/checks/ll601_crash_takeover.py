@@ -1,0 +1,148 @@
+"""An execution's log just ends (no finish, stop or release): a crash, and how long takeover took.
+
+Anti-pattern: a worker crashed (or was killed, or its log was cut) while holding the lease. Nothing
+released the key, so the next worker could take over only once the TTL ran out: a long lease makes
+overlaps rarer and crash recovery slower. The article asks for the takeover target to be agreed and met.
+
+Best practice: decide how long another worker may wait to take over after a crash (`--takeover-slo`),
+and size the lease (with renewal) so that takeover fits: takeover latency from the last line seen is
+roughly the remaining lease plus the time until the next attempt is triggered.
+
+Measured: `durationMs` is the takeover latency from the crashed execution's lease expiry to the next
+acquisition; the latency from its last line goes in `details.fromLastLineMs` and is the one compared
+with the target. An open execution with no takeover is reported only when the logs go on past its
+lease expiry (otherwise the log window simply ended mid-job).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.base import CheckContext, certainty_for, ev, ms_expr, when
+from leaselog.durations import format_duration
+from leaselog.findings import Finding
+
+CODE = "LL601"
+KIND = "crash_takeover"
+SEVERITY = "warning"
+
+
+def crashes(ctx: CheckContext) -> pl.DataFrame:
+    ex = ctx.executions
+    crashed = ex.filter((pl.col("end_kind") == "open") & pl.col("acquired_at").is_not_null()).select(
+        "job_id",
+        "timeline",
+        "execution_id",
+        "pod",
+        "clock",
+        "acquired_at",
+        "valid_until",
+        "last_seen",
+        "last_file",
+        "last_line",
+        "file",
+        "acquired_line",
+    )
+    takers = ex.filter(pl.col("acquired_at").is_not_null()).select(
+        "job_id",
+        "timeline",
+        pl.col("execution_id").alias("taker"),
+        pl.col("pod").alias("taker_pod"),
+        pl.col("clock").alias("taker_clock"),
+        pl.col("acquired_at").alias("taker_at"),
+        pl.col("file").alias("taker_file"),
+        pl.col("acquired_line").alias("taker_line"),
+    )
+    j = (
+        crashed.join(takers, on=["job_id", "timeline"], how="left")
+        .filter(
+            pl.col("taker").is_null()
+            | ((pl.col("taker") != pl.col("execution_id")) & (pl.col("taker_at") > pl.col("acquired_at")))
+        )
+        .sort("taker_at", nulls_last=True)
+        .group_by("job_id", "timeline", "execution_id", maintain_order=True)
+        .first()
+    )
+    # a crashed execution with no join partner lost its (null) taker row in the filter: add it back
+    missing = crashed.join(
+        j.select("job_id", "timeline", "execution_id"), on=["job_id", "timeline", "execution_id"], how="anti"
+    )
+    j = pl.concat([j, missing], how="diagonal_relaxed")
+    log_end = ctx.events.group_by(
+        pl.when(pl.col("clock") == "wall").then(pl.lit("wall")).otherwise(pl.col("file")).alias("timeline")
+    ).agg(pl.col("t").max().alias("log_end"))
+    return (
+        j.join(log_end, on="timeline", how="left")
+        .with_columns(
+            ms_expr("valid_until", "taker_at").alias("takeover_ms"),
+            ms_expr("last_seen", "taker_at").alias("from_last_line_ms"),
+        )
+        .filter(pl.col("taker").is_not_null() | (pl.col("log_end") > pl.col("valid_until")))
+        .sort("job_id", "last_seen")
+    )
+
+
+def check(ctx: CheckContext) -> list[Finding]:
+    slo = ctx.settings.takeover_slo_ms
+    out: list[Finding] = []
+    for r in crashes(ctx).iter_rows(named=True):
+        ck = r["clock"]
+        head = (
+            f"{r['execution_id']} ({r['pod']})'s log of {r['job_id']} ends at {when(r['last_seen'], ck)} with no "
+            f"finish, stop or release: it crashed (or its log was cut) holding a lease valid until "
+            f"{when(r['valid_until'], ck)}."
+        )
+        evidence = [
+            *ev(r["file"], r["acquired_line"], "lease acquired"),
+            *ev(r["last_file"], r["last_line"], "last line seen"),
+        ]
+        if r["taker"] is None:
+            severity = SEVERITY
+            certainty, caveat = "certain", ""
+            message = (
+                f"{head} No other execution acquired the key in these logs, which go on until "
+                f"{when(r['log_end'], ck)}: the job was not taken over."
+            )
+            ids: tuple[str, ...] = (r["execution_id"],)
+            pods: tuple[str, ...] = (r["pod"],)
+        else:
+            within = r["from_last_line_ms"] <= slo
+            severity = "info" if within else SEVERITY
+            certainty, caveat = certainty_for(
+                abs(r["takeover_ms"]) if r["takeover_ms"] is not None else None,
+                [r["pod"], r["taker_pod"]],
+                [ck, r["taker_clock"]],
+                ctx.settings,
+            )
+            message = (
+                f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
+                f"{format_duration(r['takeover_ms'])} after the lease expired, "
+                f"{format_duration(r['from_last_line_ms'])} after the last line seen, "
+                f"{'within' if within else 'over'} the {format_duration(slo)} takeover target.{caveat}"
+            )
+            ids = (r["execution_id"], r["taker"])
+            pods = tuple(dict.fromkeys([r["pod"], r["taker_pod"]]))
+            evidence += ev(r["taker_file"], r["taker_line"], "takeover: next acquisition")
+        out.append(
+            Finding(
+                kind=KIND,
+                code=CODE,
+                severity=severity,
+                certainty=certainty,
+                job_id=r["job_id"],
+                execution_ids=ids,
+                pods=pods,
+                start=r["last_seen"],
+                end=r["taker_at"] if r["taker"] is not None else r["valid_until"],
+                duration_ms=r["takeover_ms"],
+                message=message,
+                evidence=tuple(evidence),
+                details={
+                    "fromLastLineMs": r["from_last_line_ms"],
+                    "takeoverSloMs": slo,
+                    "withinTarget": None if r["taker"] is None else r["from_last_line_ms"] <= slo,
+                    "leaseExpiredAt": None if r["valid_until"] is None else r["valid_until"].isoformat(),
+                },
+            )
+        )
+    return out

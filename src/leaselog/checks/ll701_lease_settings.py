@@ -1,0 +1,223 @@
+"""Lease settings against what the logs measured, per job type, with trial values to test next.
+
+Anti-pattern: choosing a TTL by feel. A lease shorter than the job's runtime lets a second worker in
+while the first keeps running (the article's ten-minute report); a renewal interval that looks
+comfortable in normal operation fails when the process pauses or Redis answers slowly; and without a
+maximum runtime, renewal keeps a stuck job's lease alive forever.
+
+Best practice: measure job runtime, renewal latency, worker pauses and stopping delay first, then
+choose: a renewal interval, a lease that leaves room for a renewal after the longest pause and the
+slowest response before expiry, and a max-runtime that bounds the job even if renewals keep
+succeeding. The suggestions here are trial values to test, not recommended production defaults.
+
+Rule (why `sample_logs/clean/` stays quiet): one finding per job type (job id minus its trailing
+numeric/hex id, `report-42` -> `report`) and configured TTL, only when there is something to say:
+an execution outlived its lease, a renewal failed or came late, the renewal margin is thin (longest
+gap between renewal attempts + p99 renewal latency > 2/3 of the TTL), or a job type without renewals
+has a runtime above 80% of its TTL.
+
+Arithmetic: interval R = `--renewal-interval`, else the median observed spacing, else 5s (the article's
+trial value); lease = max(2 x (R + longest pause beyond R + p99 renewal latency), 3 x R), so a renewal
+still gets a second chance before expiry after the worst pause seen; max-runtime = 1.5 x p99 runtime.
+All rounded up to values people configure.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.base import CheckContext, ev, ms_expr, nice_ceil_ms
+from leaselog.checks.ll204_stop_delayed import stop_delays
+from leaselog.durations import format_duration
+from leaselog.findings import Finding
+from leaselog.reconstruct import EXEC_KEYS
+
+CODE = "LL701"
+KIND = "lease_settings"
+SEVERITY = "warning"
+
+THIN_MARGIN = 2 / 3
+NO_RENEWAL_NEAR_TTL = 0.8
+DEFAULT_INTERVAL_MS = 5_000.0
+MAX_IDS = 20
+
+
+def _q(col: str, q: float) -> pl.Expr:
+    """Nearest-rank percentile (the ceil(q*n)-th smallest value): always an observed value."""
+    c = pl.col(col).drop_nulls().sort()
+    return c.get((c.len() * q).ceil().cast(pl.Int64).clip(lower_bound=1) - 1, null_on_oob=True)
+
+
+def lease_stats(ctx: CheckContext) -> pl.DataFrame:
+    """One row per (job type, TTL): runtime, renewal and stop figures, and whether to speak up."""
+    keys = ["job_type", "ttl_ms"]
+    ex = ctx.executions.filter(pl.col("ttl_ms").is_not_null()).with_columns(
+        ((pl.col("lease_end") == "expired") & (ms_expr("expires_at", "end") > 0))
+        .fill_null(False)
+        .alias("outlived")
+    )
+    if ex.height == 0:
+        return pl.DataFrame()
+    runs = ex.group_by(keys).agg(
+        pl.len().alias("runs"),
+        _q("runtime_ms", 0.5).alias("p50"),
+        _q("runtime_ms", 0.9).alias("p90"),
+        _q("runtime_ms", 0.99).alias("p99"),
+        pl.col("runtime_ms").max().alias("max_runtime"),
+        pl.col("outlived").sum().alias("outlived"),
+        pl.col("execution_id").filter(pl.col("outlived")).head(MAX_IDS).alias("outlived_ids"),
+        pl.col("pod").unique(maintain_order=True).alias("pods"),
+        pl.col("file").sort_by("runtime_ms").last().alias("longest_file"),
+        pl.col("started_line").sort_by("runtime_ms").last().alias("longest_start_line"),
+        pl.col("ended_line").sort_by("runtime_ms").last().alias("longest_end_line"),
+        pl.col("file").filter(pl.col("outlived")).first().alias("outlived_file"),
+        pl.col("acquired_line").filter(pl.col("outlived")).first().alias("outlived_line"),
+    )
+    rn = ctx.renewals.join(ex.select(*EXEC_KEYS, *keys), on=EXEC_KEYS, how="inner")
+    ren = rn.group_by(keys).agg(
+        pl.len().alias("renewal_count"),
+        _q("latency_ms", 0.5).alias("lat_p50"),
+        _q("latency_ms", 0.99).alias("lat_p99"),
+        pl.col("latency_ms").max().alias("lat_max"),
+        pl.col("gap_ms").median().alias("gap_median"),
+        pl.col("gap_ms").max().alias("gap_max"),
+        ((pl.col("renewal_outcome") != "success") | pl.col("late")).sum().alias("renewal_failures"),
+        pl.col("file").sort_by("gap_ms").last().alias("gap_file"),
+        pl.col("line").sort_by("gap_ms").last().alias("gap_line"),
+        pl.col("execution_id")
+        .filter((pl.col("renewal_outcome") != "success") | pl.col("late"))
+        .unique(maintain_order=True)
+        .head(MAX_IDS)
+        .alias("failed_ids"),
+    )
+    sd = (
+        stop_delays(ctx.executions)
+        .filter(pl.col("confirmed"))
+        .group_by(keys)
+        .agg(pl.col("stop_delay_ms").max().alias("stop_max"), pl.len().alias("stops"))
+    )
+    s = runs.join(ren, on=keys, how="left").join(sd, on=keys, how="left")
+    configured = ctx.settings.renewal_interval_ms
+    s = s.with_columns(
+        pl.coalesce(
+            pl.lit(configured, dtype=pl.Float64), pl.col("gap_median"), pl.lit(DEFAULT_INTERVAL_MS)
+        ).alias("interval"),
+        pl.col("renewal_count").fill_null(0),
+        pl.col("renewal_failures").fill_null(0),
+    ).with_columns(
+        (pl.col("gap_max") - pl.col("interval")).clip(lower_bound=0).fill_null(0.0).alias("pause"),
+        pl.col("lat_p99").fill_null(0.0).alias("lat"),
+        ((pl.col("gap_max") + pl.col("lat_p99").fill_null(0.0)) > THIN_MARGIN * pl.col("ttl_ms"))
+        .fill_null(False)
+        .alias("thin"),
+        ((pl.col("renewal_count") == 0) & (pl.col("max_runtime") > NO_RENEWAL_NEAR_TTL * pl.col("ttl_ms")))
+        .fill_null(False)
+        .alias("near_ttl"),
+    )
+    return s.with_columns(
+        (
+            (pl.col("outlived") > 0) | (pl.col("renewal_failures") > 0) | pl.col("thin") | pl.col("near_ttl")
+        ).alias("speak")
+    ).sort("job_type", "ttl_ms")
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{100 * n / d:.0f}%" if d else "?"
+
+
+def check(ctx: CheckContext) -> list[Finding]:
+    s = lease_stats(ctx)
+    if s.height == 0:
+        return []
+    out: list[Finding] = []
+    for r in s.filter(pl.col("speak")).iter_rows(named=True):
+        fd = format_duration
+        ttl = r["ttl_ms"]
+        reasons = []
+        if r["outlived"]:
+            reasons.append(
+                f"{r['outlived']} of {r['runs']} runs ({_pct(r['outlived'], r['runs'])}) outlived the lease"
+            )
+        if r["renewal_failures"]:
+            reasons.append(f"{r['renewal_failures']} renewal(s) failed or came late")
+        if r["thin"]:
+            reasons.append(
+                f"the longest renewal gap {fd(r['gap_max'])} plus p99 latency {fd(r['lat'])} uses more than "
+                f"2/3 of the {fd(ttl)} TTL"
+            )
+        if r["near_ttl"] and not r["outlived"]:
+            reasons.append(
+                f"with no renewals, the longest run {fd(r['max_runtime'])} is within 20% of the TTL"
+            )
+        figures = (
+            f"runtime p50 {fd(r['p50'])}, p90 {fd(r['p90'])}, p99 {fd(r['p99'])}, max {fd(r['max_runtime'])} "
+            f"against a {fd(ttl)} TTL; {r['outlived']} of {r['runs']} ({_pct(r['outlived'], r['runs'])}) outlived "
+            "the lease"
+        )
+        if r["renewal_count"]:
+            figures += (
+                f"; renewal latency p50 {fd(r['lat_p50'])}, p99 {fd(r['lat_p99'])}, max {fd(r['lat_max'])}; "
+                f"renewal spacing median {fd(r['gap_median'])}, longest {fd(r['gap_max'])} "
+                f"(a pause of {fd(r['pause'])} beyond the interval)"
+            )
+        else:
+            figures += "; no renewals logged (renewal latency and pauses unmeasured)"
+        figures += (
+            f"; longest confirmed stop {fd(r['stop_max'])}"
+            if r["stop_max"] is not None
+            else "; no stops observed"
+        )
+        interval = r["interval"]
+        src = (
+            "configured"
+            if ctx.settings.renewal_interval_ms is not None
+            else "observed median"
+            if r["renewal_count"]
+            else "the article's trial value"
+        )
+        need = interval + r["pause"] + r["lat"]
+        lease_raw = max(2 * need, 3 * interval)
+        lease = nice_ceil_ms(lease_raw)
+        max_rt_raw = 1.5 * (r["p99"] or 0.0)
+        max_rt = nice_ceil_ms(max_rt_raw)
+        suggestion = (
+            f"Trial values to test, not production defaults: renewal interval {fd(interval)} ({src}); lease = "
+            f"max(2 x (interval {fd(interval)} + longest pause {fd(r['pause'])} + p99 renewal latency "
+            f"{fd(r['lat'])}), 3 x interval) = {fd(lease_raw)} -> {fd(lease)}, so a renewal fits before expiry "
+            f"even after the worst pause seen; max-runtime = 1.5 x p99 runtime {fd(r['p99'])} = {fd(max_rt_raw)} "
+            f"-> {fd(max_rt)}, which bounds the job even if renewals keep succeeding."
+        )
+        message = f"{r['job_type']} jobs ({'; '.join(reasons)}): {figures}. {suggestion}"
+        ids = list(dict.fromkeys([*(r["outlived_ids"] or []), *(r["failed_ids"] or [])]))[:MAX_IDS]
+        evidence = [
+            *ev(r["longest_file"], r["longest_start_line"], "longest run starts"),
+            *ev(r["longest_file"], r["longest_end_line"], "longest run ends"),
+            *ev(r["outlived_file"], r["outlived_line"], "a run that outlived its lease"),
+            *(ev(r["gap_file"], r["gap_line"], "longest renewal gap ends") if r["renewal_count"] else []),
+        ]
+        out.append(
+            Finding(
+                kind=KIND,
+                code=CODE,
+                severity=SEVERITY,
+                job_id=None,
+                execution_ids=tuple(ids),
+                pods=tuple(p for p in r["pods"] if p is not None),
+                message=message,
+                evidence=tuple(dict.fromkeys(evidence)),
+                details={
+                    "jobType": r["job_type"],
+                    "ttlMs": ttl,
+                    "runs": r["runs"],
+                    "runtimeMs": {"p50": r["p50"], "p90": r["p90"], "p99": r["p99"], "max": r["max_runtime"]},
+                    "outlived": r["outlived"],
+                    "outlivedShare": r["outlived"] / r["runs"] if r["runs"] else None,
+                    "renewalLatencyMs": {"p50": r["lat_p50"], "p99": r["lat_p99"], "max": r["lat_max"]},
+                    "longestRenewalGapMs": r["gap_max"],
+                    "longestPauseMs": r["pause"],
+                    "longestStopMs": r["stop_max"],
+                    "suggested": {"renewalIntervalMs": interval, "leaseMs": lease, "maxRuntimeMs": max_rt},
+                },
+            )
+        )
+    return out
