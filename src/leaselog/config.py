@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,15 +23,46 @@ def _duration(v: Any) -> Any:
 DurationMs = Annotated[float, BeforeValidator(_duration)]
 
 
+def _canonical_field(name: str) -> str | None:
+    """`job_id`, or any built-in spelling of it (`jobId`), -> the canonical field name."""
+    from leaselog.events import FIELD_ALIASES
+
+    if name in FIELD_ALIASES:
+        return name
+    for canon, keys in FIELD_ALIASES.items():
+        if name in keys:
+            return canon
+    return None
+
+
+def _canonical_event(name: str) -> str | None:
+    from leaselog.events import EVENT_ALIASES, normalise_event_name
+
+    hit = EVENT_ALIASES.get(normalise_event_name(name))
+    return hit[0] if hit else None
+
+
 class EventRule(BaseModel):
     """Map a log line to a canonical event by a regex on its message text.
 
-    Named groups (e.g. `(?P<jobId>\\S+)`) become fields of the event.
+    Named groups (e.g. `(?P<jobId>\\S+)`) become fields of the event; `fields` adds constants
+    (`fields = {released = "false"}`).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     event: str
     message_regex: str
+    fields: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("event")
+    @classmethod
+    def _known_event(cls, v: str) -> str:
+        from leaselog.events import CANONICAL_EVENTS
+
+        canon = _canonical_event(v)
+        if canon is None:
+            raise ValueError(f"event {v!r} is not one of {', '.join(CANONICAL_EVENTS)}")
+        return canon
 
     @field_validator("message_regex")
     @classmethod
@@ -38,10 +70,36 @@ class EventRule(BaseModel):
         import re
 
         try:
-            re.compile(v)
+            rx = re.compile(v)
         except re.error as e:
             raise ValueError(f"bad regex {v!r}: {e}") from e
+        unknown = [g for g in rx.groupindex if _canonical_field(g) is None]
+        if unknown:
+            raise ValueError(
+                f"named group(s) {unknown} in {v!r} are no field leaselog knows; use e.g. jobId, "
+                "executionId, pod, leaseMs, fencingToken, reason"
+            )
         return v
+
+    @field_validator("fields", mode="before")
+    @classmethod
+    def _known_constants(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        out = {}
+        for k, val in v.items():
+            canon = _canonical_field(str(k))
+            if canon is None:
+                raise ValueError(f"field {k!r} is no field leaselog knows")
+            out[canon] = (
+                val if isinstance(val, str) else str(val).lower() if isinstance(val, bool) else str(val)
+            )
+        return out
+
+
+def _names(v: Any) -> Any:
+    """A name or a list of names -> a list (`job_id = "report_request_id"` is fine)."""
+    return [v] if isinstance(v, str) else v
 
 
 class Settings(BaseModel):
@@ -66,34 +124,45 @@ class Settings(BaseModel):
     )
     rules: list[EventRule] = Field(default_factory=list, description="message regex -> event")
 
-    @field_validator("fields")
+    @field_validator("fields", mode="before")
     @classmethod
-    def _known_fields(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+    def _known_fields(cls, v: Any) -> Any:
         from leaselog.events import FIELD_ALIASES
 
-        unknown = sorted(set(v) - set(FIELD_ALIASES))
-        if unknown:
-            raise ValueError(f"unknown canonical field(s) {unknown}; known: {sorted(FIELD_ALIASES)}")
-        return v
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, Any] = {}
+        for k, names in v.items():
+            canon = _canonical_field(str(k))
+            if canon is None:
+                raise ValueError(f"unknown canonical field {k!r}; known: {', '.join(FIELD_ALIASES)}")
+            listed = _names(names)
+            out.setdefault(canon, []).extend(listed if isinstance(listed, list) else [listed])
+        return out
 
-    @field_validator("events")
+    @field_validator("events", mode="before")
     @classmethod
-    def _known_events(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+    def _known_events(cls, v: Any) -> Any:
         from leaselog.events import CANONICAL_EVENTS
 
-        unknown = sorted(set(v) - set(CANONICAL_EVENTS))
-        if unknown:
-            raise ValueError(f"unknown canonical event(s) {unknown}; known: {sorted(CANONICAL_EVENTS)}")
-        return v
+        if not isinstance(v, dict):
+            return v
+        out: dict[str, Any] = {}
+        for k, names in v.items():
+            canon = _canonical_event(str(k))
+            if canon is None:
+                raise ValueError(f"unknown canonical event {k!r}; known: {', '.join(CANONICAL_EVENTS)}")
+            listed = _names(names)
+            out.setdefault(canon, []).extend(listed if isinstance(listed, list) else [listed])
+        return out
 
-    @field_validator("rules")
+    @field_validator("format")
     @classmethod
-    def _known_rule_events(cls, v: list[EventRule]) -> list[EventRule]:
-        from leaselog.events import CANONICAL_EVENTS
+    def _known_format(cls, v: str | None) -> str | None:
+        from leaselog.reading.formats import FORMATS
 
-        for r in v:
-            if r.event not in CANONICAL_EVENTS:
-                raise ValueError(f"rule event {r.event!r} is not one of {sorted(CANONICAL_EVENTS)}")
+        if v is not None and v not in FORMATS:
+            raise ValueError(f"unknown format {v!r}; known: {', '.join(FORMATS)}")
         return v
 
 
@@ -101,12 +170,67 @@ class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and the offending key/line."""
 
 
-def _line_of(text: str, key: str) -> int | None:
-    for i, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if stripped.startswith((f"{key} ", f"{key}=", f"[{key}]", f'"{key}"')):
-            return i
-    return None
+_RENAMES = {
+    "lease_ttl": "lease_ttl_ms",
+    "max_skew": "max_skew_ms",
+    "stop_slo": "stop_slo_ms",
+    "takeover_slo": "takeover_slo_ms",
+    "renewal_interval": "renewal_interval_ms",
+    "clock_offsets": "clock_offsets_ms",
+}
+_TOML_NAME = {v: k for k, v in _RENAMES.items()}
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
+_KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-@"' ]+?)\s*=""")
+
+
+def _unquote(k: str) -> str:
+    return ".".join(p.strip().strip("\"'") for p in re.split(r"\.(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", k))
+
+
+def _locate(text: str, path: list[str | int]) -> int | None:
+    """The config line an error is about: walks TOML tables so `rules[1].message_regex` finds the
+    `message_regex` of the second `[[rules]]`, `fields.jobX` the `jobX` key under `[fields]`."""
+    table: str = ""
+    counts: dict[str, int] = {}
+    best: int | None = None
+    want_table = str(path[0]) if path else ""
+    want_index = path[1] if len(path) > 1 and isinstance(path[1], int) else None
+    rest = [str(p) for p in path[1:] if not isinstance(p, int)]
+    for no, line in enumerate(text.splitlines(), start=1):
+        h = _HEADER.match(line)
+        if h and not _KEY.match(line):
+            table = _unquote(h.group(2))
+            if h.group(1) == "[[":
+                counts[table] = counts.get(table, -1) + 1
+                table = f"{table}#{counts[table]}"
+            here = table.split("#")[0]
+            if here == want_table and (want_index is None or table == f"{want_table}#{want_index}"):
+                best = best or no
+                if not rest:
+                    return no
+            continue
+        k = _KEY.match(line)
+        if not k:
+            continue
+        key = _unquote(k.group(1))
+        base = table.split("#")[0]
+        full = f"{base}.{key}" if base else key
+        in_table = want_index is None or table == f"{want_table}#{want_index}" or not table
+        target = ".".join([want_table, *rest])
+        if in_table and (full == target or full.startswith(target + ".")):
+            return no
+        if in_table and full == want_table:
+            best = best or no  # `fields = {...}` inline: the whole table is on this line
+    return best
+
+
+def _error_path(loc: tuple[Any, ...], msg: str) -> list[str | int]:
+    path: list[str | int] = [_TOML_NAME.get(str(loc[0]), str(loc[0])), *loc[1:]] if loc else []
+    if len(path) == 1 and path[0] in ("fields", "events"):
+        quoted = re.search(r"'([^']+)'", msg)  # the validator names the bad key
+        if quoted:
+            path.append(quoted.group(1))
+    return path
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
@@ -116,39 +240,36 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{p}: cannot read config: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: config is not UTF-8 text") from e
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p}: not valid TOML: {e}") from e
     try:
-        Settings(**_config_keywords(data))
-    except ValidationError as e:
+        keywords = _config_keywords(data)
+        Settings(**keywords)
+    except ValueError as e:  # also pydantic's ValidationError
+        errors = e.errors() if isinstance(e, ValidationError) else [{"loc": (), "msg": str(e)}]
         msgs = []
-        for err in e.errors():
-            key = str(err["loc"][0]) if err["loc"] else "?"
-            line = _line_of(text, key)
+        for err in errors:
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            loc = tuple(err["loc"])
+            line = _locate(text, _error_path(loc, msg))
             where = f"{p}:{line}" if line else str(p)
-            msgs.append(f"{where}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}")
+            shown = ".".join(str(x) for x in _error_path(loc, "")) or "config"
+            msgs.append(f"{where}: {shown}: {msg}")
         raise ConfigError("\n".join(msgs)) from e
-    return _config_keywords(data)
+    return keywords
 
 
 def _config_keywords(data: dict[str, Any]) -> dict[str, Any]:
     """Translate TOML's friendlier names (`lease_ttl = "10m"`) into Settings fields."""
-    renames = {
-        "lease_ttl": "lease_ttl_ms",
-        "max_skew": "max_skew_ms",
-        "stop_slo": "stop_slo_ms",
-        "takeover_slo": "takeover_slo_ms",
-        "renewal_interval": "renewal_interval_ms",
-        "clock_offsets": "clock_offsets_ms",
-    }
     out: dict[str, Any] = {}
     for k, v in data.items():
-        out[renames.get(k, k)] = v
+        out[_RENAMES.get(k, k)] = v
     if isinstance(out.get("clock_offsets_ms"), dict):
         out["clock_offsets_ms"] = {
-            pod: parse_signed_duration_ms(val)
-            for pod, val in out["clock_offsets_ms"].items()
+            pod: parse_signed_duration_ms(val) for pod, val in out["clock_offsets_ms"].items()
         }
     return out

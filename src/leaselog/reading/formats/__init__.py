@@ -1,0 +1,199 @@
+"""Log shapes: detection and per-line parsing into flattened records (dotted keys).
+
+Each format turns one physical line into zero or more records (OTLP batches hold many), or raises
+`Malformed` with a reason. Detection follows FORMATS.md's order; `detect_format` looks at a file's
+first non-blank lines. One module per family: `json_shapes` (flat, ECS, Logstash, GELF), `otlp`,
+`containers` (Docker, kubectl, CRI, Fluent Bit), `text` (logfmt, plain prose).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from leaselog.reading.formats import containers, json_shapes, otlp, text
+from leaselog.reading.formats._common import Malformed, Record, flatten, json_object_shape, try_object
+
+__all__ = [
+    "DETECTION_ORDER",
+    "FORMATS",
+    "Format",
+    "Malformed",
+    "Record",
+    "detect_format",
+    "flatten",
+    "sniff_votes",
+]
+
+Sniff = Callable[[bytes, dict[str, Any] | None], bool]
+Join = Callable[[Iterable[bytes]], Iterator[bytes]]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One log shape.
+
+    `parse(line)` -> records or Malformed; `sniff(line, obj)` says whether a sample line is of this shape
+    (`obj` is the line already parsed as a JSON object, or None); `shape_error(line)` is the cheap check
+    for lines the reader skips parsing (no job-id name in them): None when the line looks right, else why
+    not; `join`, when set, is a per-file stage joining partial lines (one output line per input line,
+    empty ones for absorbed parts); `maps` says in words what the shape puts where.
+    """
+
+    name: str
+    description: str
+    parse: Callable[[bytes], list[Record]]
+    sniff: Sniff
+    json_like: bool  # lines are JSON objects (used by the reader's cheap shape check)
+    maps: str = ""
+    shape_error: Callable[[bytes], str | None] = json_object_shape
+    join: Join | None = None
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "cri",
+            "CRI node log file (/var/log/pods): `TIME stdout|stderr P|F LINE`; P parts joined",
+            containers.parse_cri,
+            containers.sniff_cri,
+            False,
+            maps="app line read again in any shape; TIME -> wrapper.time (time fallback); "
+            "P (partial) lines joined with the F line that ends them",
+            shape_error=containers.cri_shape,
+            join=containers.join_cri,
+        ),
+        Format(
+            "kubectl",
+            "`kubectl logs --timestamps` output: RFC 3339 time, a space, the app line",
+            containers.parse_kubectl,
+            containers.sniff_kubectl,
+            False,
+            maps="app line read again in any shape; time prefix -> wrapper.time (time fallback); "
+            "`--prefix` [pod/NAME/CONTAINER] -> kubernetes.pod_name",
+            shape_error=containers.kubectl_shape,
+        ),
+        Format(
+            "otlp",
+            "OpenTelemetry OTLP-JSON file exporter: one `resourceLogs` batch per line",
+            otlp.parse_otlp,
+            otlp.sniff_otlp,
+            True,
+            maps="each logRecord -> one event; typed attribute values unwrapped (int64 strings kept exact); "
+            "resource attributes (k8s.pod.name -> pod, service.name); body -> message; "
+            "timeUnixNano (else observedTimeUnixNano) -> time",
+        ),
+        Format(
+            "fluentbit",
+            "Fluent Bit kubernetes filter envelope (`kubernetes.pod_name`)",
+            containers.parse_fluentbit,
+            containers.sniff_fluentbit,
+            True,
+            maps="kubernetes.pod_name -> pod (first precedence); app keys merged at top level, under a "
+            "Merge_Log_Key, or read again from the `log` string; time -> wrapper.time",
+        ),
+        Format(
+            "docker",
+            'Docker json-file: {"log": "<app line>\\n", "stream", "time"}',
+            containers.parse_docker,
+            containers.sniff_docker,
+            True,
+            maps="`log` string read again in any shape; time -> wrapper.time (time fallback); "
+            "16 KiB chunks joined",
+            join=containers.join_docker,
+        ),
+        Format(
+            "gelf",
+            "GELF 1.1 (Spring Boot `gelf`): `version` 1.1, `short_message`, epoch-seconds `timestamp`",
+            json_shapes.parse_gelf,
+            json_shapes.sniff_gelf,
+            True,
+            maps="`_jobId` -> jobId (underscore stripped); timestamp (epoch s) -> time; short_message -> "
+            "message; host (the app name) -> gelf.host, the pod of last resort",
+        ),
+        Format(
+            "logstash",
+            "Logstash JSON (Spring Boot `logstash`, logstash-logback-encoder): `@version`",
+            json_shapes.parse_logstash,
+            json_shapes.sniff_logstash,
+            True,
+            maps="@timestamp (ISO with offset, or epoch ms) -> time; MDC/key-values at top level or under "
+            "mdc/fields; HOSTNAME -> pod",
+        ),
+        Format(
+            "ecs",
+            "Elastic Common Schema (Spring Boot 3.4 dotted, 3.5+ nested, ecs-logging-java)",
+            json_shapes.parse_ecs,
+            json_shapes.sniff_ecs,
+            True,
+            maps="nested objects flattened to dotted keys; @timestamp -> time; service.node.name -> pod; "
+            "MDC/key-values at top level (dotted MDC keys nested in 3.5+, e.g. kafka.topic)",
+        ),
+        Format(
+            "flat",
+            "one flat JSON object per line (the article's shape); nested objects are flattened",
+            json_shapes.parse_flat,
+            json_shapes.sniff_flat,
+            True,
+            maps="ts/@timestamp/timestamp/time -> time; pod/podName/HOSTNAME -> pod; names as in "
+            "`events.FIELD_ALIASES`",
+        ),
+        Format(
+            "logfmt",
+            "key=value pairs (the article's demo output); values are strings",
+            text.parse_logfmt,
+            text.sniff_logfmt,
+            False,
+            maps='key=value, key="quoted", bare key (true); numbers coerced later',
+            shape_error=text.logfmt_shape,
+        ),
+        Format(
+            "text",
+            "plain text lines; only message rules (leaselog.toml [[rules]]) turn them into events",
+            text.parse_text,
+            text.sniff_text,
+            False,
+            maps="the whole line -> message",
+            shape_error=text.text_shape,
+        ),
+    )
+}
+
+# FORMATS.md's detection order: wrappers first (strip, recurse), then the most specific JSON shapes.
+# `text` is never auto-detected: a file of prose is only read with --format text or message rules.
+DETECTION_ORDER: list[str] = [
+    "cri",
+    "kubectl",
+    "otlp",
+    "fluentbit",
+    "docker",
+    "gelf",
+    "logstash",
+    "ecs",
+    "flat",
+    "logfmt",
+]
+
+
+def sniff_votes(sample: list[bytes]) -> dict[str, int]:
+    """How many non-blank sample lines each auto-detectable format reads (each line parsed once)."""
+    lines = [s for s in sample if s.strip()]
+    objs = [try_object(s) for s in lines]
+    return {
+        name: sum(1 for s, o in zip(lines, objs, strict=True) if FORMATS[name].sniff(s, o))
+        for name in DETECTION_ORDER
+    }
+
+
+def detect_format(sample: list[bytes]) -> str | None:
+    """The first format in DETECTION_ORDER that reads at least half the sample lines, or None."""
+    n = sum(1 for s in sample if s.strip())
+    if not n:
+        return None
+    votes = sniff_votes(sample)
+    for name in DETECTION_ORDER:
+        if votes[name] and votes[name] * 2 >= n:
+            return name
+    return None

@@ -1,0 +1,137 @@
+"""What every log shape shares: the record type, `Malformed`, flattening, and reading an app line.
+
+A record is a flat dict with dotted keys (`{"log":{"level":"x"}}` -> `log.level`), which is what
+`events.FieldMapper` looks names up in. Wrappers (Docker, kubectl, CRI, Fluent Bit) put their own
+time and stream under `wrapper.*` so they never shadow what the application logged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+Record = dict[str, Any]
+
+# How deep a nested object is flattened into dotted keys. orjson refuses JSON deeper than 1024 levels;
+# below that, the rest of a pathological value stays as it is (a string column later), so flattening
+# never recurses without bound.
+MAX_FLATTEN_DEPTH = 32
+
+# Sub-objects some encoders put MDC / key-value pairs under (logstash-logback-encoder `includeMdcKeyName`
+# setups, Beats `fields`, ECS `labels`): their keys are also offered un-prefixed, without overriding.
+MDC_CONTAINERS = ("mdc", "MDC", "labels", "fields", "context", "kv")
+
+# Keys a wrapper (not the application) wrote; `ts` aliases fall back to `wrapper.time`.
+WRAPPER_TIME = "wrapper.time"
+WRAPPER_STREAM = "wrapper.stream"
+
+
+class Malformed(ValueError):
+    """A line that cannot be read in its file's format; the message says why."""
+
+
+def flatten(obj: dict[str, Any], prefix: str = "", out: Record | None = None) -> Record:
+    """Nested objects become dotted keys (`{"log":{"level":"x"}}` -> `log.level`). Flat keys stay.
+
+    Iterative and depth-capped: a line nested thousands of levels deep must not crash the run.
+    """
+    if out is None:
+        out = {}
+    stack: list[tuple[dict[str, Any], str, int]] = [(obj, prefix, 0)]
+    while stack:
+        cur, pre, depth = stack.pop()
+        for k, v in cur.items():
+            key = f"{pre}{k}"
+            if isinstance(v, dict) and depth < MAX_FLATTEN_DEPTH:
+                stack.append((v, f"{key}.", depth + 1))
+            else:
+                out[key] = v
+    return out
+
+
+def flatten_object(obj: dict[str, Any]) -> Record:
+    """A JSON object as a record: nested objects flattened, MDC sub-objects also offered un-prefixed."""
+    nested = False
+    for v in obj.values():
+        if isinstance(v, dict):
+            nested = True
+            break
+    if not nested:
+        return obj
+    rec = flatten(obj)
+    for c in MDC_CONTAINERS:
+        sub = obj.get(c)
+        if isinstance(sub, dict):
+            for k, v in flatten(sub).items():
+                rec.setdefault(k, v)
+    return rec
+
+
+def _json_error(e: orjson.JSONDecodeError) -> Malformed:
+    msg = str(e)
+    low = msg.lower()
+    if "utf-8" in low or "utf8" in low or "surrogate" in low:
+        return Malformed("invalid UTF-8")
+    if "depth" in low or "recursion" in low:
+        return Malformed("JSON nested deeper than 1024 levels")
+    return Malformed(f"invalid JSON: {msg.split(':', 1)[0]}")
+
+
+def load_object(line: bytes | str) -> dict[str, Any]:
+    """One JSON object, or Malformed saying why not."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise _json_error(e) from e
+    if not isinstance(obj, dict):
+        raise Malformed(f"JSON {type(obj).__name__}, not an object")
+    return obj
+
+
+def try_object(line: bytes) -> dict[str, Any] | None:
+    """The line as a JSON object, or None (for sniffing: never raises)."""
+    s = line.lstrip()
+    if s[:1] != b"{":
+        return None
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def json_object_shape(line: bytes) -> str | None:
+    """Cheap check for lines the reader does not parse (no job-id name in them): looks like an object?"""
+    s = line.strip()
+    if s[:1] == b"{" and s[-1:] == b"}":
+        return None
+    return "not a JSON object"
+
+
+_LOGFMT = re.compile(r'([^\s=]+)(?:=("(?:[^"\\]|\\.)*"|[^\s]*))?')
+_UNESCAPE = re.compile(r"\\(.)")
+
+
+def logfmt_record(text: str) -> Record | None:
+    """`key=value key="quoted \\" value" bare` as a record, or None if it has fewer than two pairs."""
+    rec: Record = {}
+    pairs = 0
+    for m in _LOGFMT.finditer(text):
+        key, val = m.group(1), m.group(2)
+        if val is None:
+            rec[key] = True
+            continue
+        pairs += 1
+        if len(val) >= 2 and val.startswith('"') and val.endswith('"'):
+            val = _UNESCAPE.sub(r"\1", val[1:-1])
+        rec[key] = val
+    return rec if pairs >= 2 else None
+
+
+def decode(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Malformed("invalid UTF-8") from e
