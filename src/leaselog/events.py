@@ -82,7 +82,8 @@ EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
 # canonical field -> source keys (after nested objects are flattened to dotted keys), in precedence order.
 # Pod precedence follows FORMATS.md; GELF's `host` (the application name) is only a last resort.
 FIELD_ALIASES: dict[str, list[str]] = {
-    "ts": ["ts", "@timestamp", "timestamp", "time", "timeUnixNano", "observedTimeUnixNano", "date"],
+    # `wrapper.time` (Docker/kubectl/CRI/Fluent Bit's own time) only when the app's line has none
+    "ts": ["ts", "@timestamp", "timestamp", "time", "timeUnixNano", "observedTimeUnixNano", "date", "wrapper.time"],
     "pod": [
         "kubernetes.pod_name",
         "k8s.pod.name",
@@ -93,6 +94,7 @@ FIELD_ALIASES: dict[str, list[str]] = {
         "HOSTNAME",
         "hostname",
         "host.name",
+        "host.hostname",
         "gelf.host",
     ],
     "job_id": ["jobId", "job_id", "job.id", "jobID", "jobid"],
@@ -232,25 +234,36 @@ class FieldMapper:
     settings: Settings
     aliases: dict[str, list[str]] = field(init=False)
     event_aliases: dict[str, tuple[str, dict[str, str]]] = field(init=False)
-    rules: list[tuple[str, re.Pattern[str]]] = field(init=False)
+    # user event names also match a record's whole message text (apps that log `Acquired lock` as prose)
+    message_events: dict[str, str] = field(init=False)
+    rules: list[tuple[str, re.Pattern[str], dict[str, str]]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.aliases = {k: list(v) for k, v in FIELD_ALIASES.items()}
         for canonical, extra in self.settings.fields.items():
             # user names take precedence over the built-in spellings
-            self.aliases[canonical] = [*extra, *self.aliases[canonical]]
+            self.aliases[canonical] = [*extra, *(k for k in self.aliases[canonical] if k not in extra)]
         self.event_aliases = dict(EVENT_ALIASES)
+        self.message_events = {}
         for canonical, names in self.settings.events.items():
             for n in names:
                 self.event_aliases[normalise_event_name(n)] = (canonical, {})
-        self.rules = [(r.event, re.compile(r.message_regex)) for r in self.settings.rules]
+                self.message_events[normalise_event_name(n)] = canonical
+        self.rules = [(r.event, re.compile(r.message_regex), dict(r.fields)) for r in self.settings.rules]
+        # group name -> canonical field (named groups use canonical names or any alias without dots)
+        self._group_field = {a: canon for canon, keys in self.aliases.items() for a in keys}
+        self._group_field.update({c: c for c in self.aliases})
 
     @property
     def needles(self) -> tuple[bytes, ...] | None:
-        """Byte strings one of which every lease-event line must contain (a cheap prefilter), or None."""
+        """Byte strings one of which every lease-event line must contain (a cheap prefilter), or None.
+
+        A dotted name (`job.id`) is looked for by its first part: nested JSON writes `"job":{"id":..}`,
+        and the last part (`id`) would match nearly every line.
+        """
         if self.rules:
             return None
-        return tuple(n.rsplit(".", 1)[-1].encode() for n in self.aliases["job_id"])
+        return tuple(dict.fromkeys(n.split(".", 1)[0].encode() for n in self.aliases["job_id"]))
 
     def extract(self, rec: Mapping[str, Any]) -> tuple[str, dict[str, str | None]] | str | None:
         """Map one flattened record.
@@ -272,28 +285,31 @@ class FieldMapper:
             hit = self.event_aliases.get(normalise_event_name(event_name))
             if hit is not None:
                 canonical_event, implied = hit
+        elif self.message_events:
+            message = row.get("message")
+            if message:
+                canonical_event = self.message_events.get(normalise_event_name(message))
+                if canonical_event is not None:
+                    event_name = message
         if canonical_event is None and self.rules:
             message = row.get("message")
             if message:
-                for ev, rx in self.rules:
+                for ev, rx, constants in self.rules:
                     m = rx.search(message)
                     if m:
                         canonical_event = ev
+                        event_name = event_name or ev
                         for g, val in m.groupdict().items():
                             if val is not None:
-                                rec_key = g
-                                for canon, keys in self.aliases.items():
-                                    if g == canon or g in keys:
-                                        rec_key = canon
-                                        break
-                                row[rec_key] = val
+                                row[self._group_field.get(g, g)] = val
+                        implied = constants
                         break
         if row.get("job_id") is None:
             return None
         if canonical_event is None:
             return event_name if event_name is not None else None
         for k, v in implied.items():
-            row.setdefault(k, v)
+            row.setdefault(self._group_field.get(k, k), v)
         row["raw_event"] = event_name
         return canonical_event, row
 
@@ -308,7 +324,10 @@ def _to_str(v: Any) -> str:
     if isinstance(v, dict | list):
         import orjson
 
-        return orjson.dumps(v).decode()
+        try:
+            return orjson.dumps(v).decode()
+        except (TypeError, RecursionError):  # nested beyond orjson's limit: say so, never crash
+            return "<value nested too deep>"
     return str(v)
 
 
