@@ -162,6 +162,93 @@ def analyze(
             raise typer.Exit(1)
 
 
+@app.command("reproduce")
+def reproduce_command(
+    scenario: Annotated[str, typer.Argument(help="article | renewal | renewal-stall | crash", show_default=False)],
+    redis_url: Annotated[str | None, typer.Option("--redis", help="Use this server (only keys under a fresh run-id prefix) instead of a throwaway redis-server.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Folder for the pods' logs and truth.json. Default: ./leaselog-reproduce/SCENARIO-RUNID/")] = None,
+    lease: Annotated[str, typer.Option(help="Lease TTL the workers acquire with.")] = "5s",
+    renewal: Annotated[str, typer.Option(help="Renewal interval (renewal, renewal-stall, crash).")] = "1s",
+    max_runtime: Annotated[str, typer.Option(help="Local bound on a job's runtime, even while renewals succeed.")] = "20s",
+    stall: Annotated[str | None, typer.Option(help="renewal-stall: how long CLIENT PAUSE stalls Redis (default: the lease). It pauses every client of that server.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the analysis as JSON (the contract in the README).")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors and the ground-truth verdict.")] = False,
+) -> None:
+    """Run a lease incident for real against Redis (worker pods are separate processes), then analyze
+    what they logged, and hold the analysis against what the run measured itself (truth.json).
+
+    Scenarios: [bold]article[/bold] (the article's demo: no renewal, overlap, stale release),
+    [bold]renewal[/bold] (the proposed lifecycle, pod A paused with SIGSTOP past its lease: renewal
+    rejected, stop confirmed, stale write rejected by fencing), [bold]renewal-stall[/bold] (same, Redis stalled
+    with CLIENT PAUSE), [bold]crash[/bold] (pod A killed, B takes over the redelivered request).
+
+    [bold]Examples[/bold]
+
+      leaselog reproduce article
+
+      leaselog reproduce renewal --lease 2s --renewal 500ms --html renewal.html
+
+      leaselog reproduce crash --redis redis://127.0.0.1:6379/0 --out runs/crash
+
+    Exit code: 0 when the analysis agrees with the ground truth, 1 when it does not, 2 when the scenario
+    could not run (no redis-server, unreachable server, bad options).
+    """
+    from rich.table import Table
+
+    from leaselog.analysis import analyze as run_analysis
+    from leaselog.render.terminal import render
+    from leaselog.reproduce import SCENARIOS, ReproduceError, ReproduceOptions, run_scenario
+    from leaselog.reproduce.truth import compare
+
+    console = Console(quiet=quiet)
+    err = Console(stderr=True)
+    if scenario not in SCENARIOS:
+        raise typer.BadParameter(f"{scenario!r}; known: {', '.join(SCENARIOS)}", param_hint="SCENARIO")
+
+    def ms(value: str | None, option: str) -> int | None:
+        v = _duration(value, option)
+        return None if v is None else round(v)
+
+    options = ReproduceOptions(
+        lease_ms=ms(lease, "--lease") or 5000,
+        renewal_ms=ms(renewal, "--renewal") or 1000,
+        max_runtime_ms=ms(max_runtime, "--max-runtime") or 20_000,
+        stall_ms=ms(stall, "--stall"),
+    )
+    say = (lambda _m: None) if quiet else (lambda m: err.print(f"[dim]{m}[/dim]", highlight=False))
+    try:
+        run = run_scenario(scenario, options, redis_url=redis_url, out=out, progress=say)
+    except ReproduceError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from e
+    console.print(f"[bold]{run.scenario}[/bold]: {run.truth['summary']}", highlight=False)
+    console.print(f"logs: {', '.join(str(p) for p in run.logs)}; ground truth: {run.truth_path}\n", highlight=False)
+    a = run_analysis(run.logs)
+    render(a, console)
+    table = Table(title="Ground truth (measured by the run) vs analysis", title_justify="left", show_edge=False)
+    for col in ("what", "truth", "leaselog", ""):
+        table.add_column(col)
+    agreements = compare(run.truth, a)
+    for g in agreements:
+        mark = {True: "[green]ok[/green]", False: "[red]DIFFERS[/red]", None: ""}[g.ok]
+        table.add_row(g.what, g.truth, g.found, mark)
+    console.print()
+    console.print(table)
+    if json_out is not None:
+        a.write_json(json_out)
+        console.print(f"wrote {json_out}")
+    if html is not None:
+        from leaselog.render.html import write_report
+
+        write_report(a, html)
+        console.print(f"wrote {html}")
+    bad = [g.what for g in agreements if g.ok is False]
+    if bad:
+        err.print(f"[red]the analysis disagrees with the ground truth:[/red] {', '.join(bad)}", highlight=False)
+        raise typer.Exit(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: returns the exit code (0 ok, 1 findings at --fail-on, 2 usage/input error)."""
     try:
