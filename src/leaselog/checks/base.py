@@ -113,10 +113,10 @@ def certainty_for(
 
 
 def nice_ceil_ms(ms: float) -> float:
-    """Round a suggested duration up to a value people configure: whole seconds, 5 s, 30 s or minutes."""
+    """Round a suggested duration up to a value people configure: whole seconds, then 5 s, 30 s, minutes."""
     import math
 
-    for limit, step in ((10_000, 1_000), (60_000, 5_000), (600_000, 30_000), (float("inf"), 60_000)):
+    for limit, step in ((60_000, 1_000), (600_000, 5_000), (3_600_000, 30_000), (float("inf"), 60_000)):
         if ms <= limit:
             return max(step, math.ceil(ms / step) * step)
     return ms  # pragma: no cover - the last limit is infinite

@@ -40,21 +40,22 @@ def check(ctx: CheckContext) -> list[Finding]:
     # who took the key over while the zombie ran (first other acquisition after the expiry)
     acq = ctx.executions.filter(pl.col("acquired_at").is_not_null()).select(
         "job_id",
+        "timeline",
         pl.col("execution_id").alias("next_id"),
         pl.col("acquired_at").alias("next_at"),
         pl.col("file").alias("next_file"),
         pl.col("acquired_line").alias("next_line"),
     )
-    z = (
-        z.join(acq, on="job_id", how="left")
-        .filter(
-            pl.col("next_at").is_null()
-            | ((pl.col("next_id") != pl.col("execution_id")) & (pl.col("next_at") >= pl.col("acquired_at")))
-        )
-        .sort("next_at", nulls_last=True)
+    taken = (
+        z.join(acq, on=["job_id", "timeline"], how="inner")
+        .filter((pl.col("next_id") != pl.col("execution_id")) & (pl.col("next_at") >= pl.col("acquired_at")))
+        .sort("next_at")
         .group_by("job_id", "execution_id", maintain_order=True)
         .first()
     )
+    # a zombie nobody took over is still a zombie: keep it, with no next owner
+    alone = z.join(taken.select("job_id", "execution_id"), on=["job_id", "execution_id"], how="anti")
+    z = pl.concat([taken, alone], how="diagonal_relaxed").sort("job_id", "expires_at")
     out: list[Finding] = []
     for r in z.iter_rows(named=True):
         ck = r["clock"]

@@ -1,7 +1,7 @@
 """A completion was rejected or answered as a duplicate: the safeguard worked.
 
-Anti-pattern (what this finding rules out): counting successful lock acquisitions as proof of result
-correctness. Here an execution that overlapped, or came second, tried to complete the job and the
+Anti-pattern: counting successful lock acquisitions as proof of result correctness (this finding is
+the evidence that the destination did not rely on it). Here an execution that overlapped, or came second, tried to complete the job and the
 destination's durable duplicate/stale-write policy turned it away, so the overlapping computation
 cost load, not correctness. The finding is informational: it is evidence that repeated completion
 attempts have a defined durable outcome.

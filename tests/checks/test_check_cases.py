@@ -1,0 +1,58 @@
+"""One parametrized runner for every data-file check case (see _cases.py for the format)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from _cases import Case, load_cases, lookup, matches
+
+import leaselog
+
+CASES = load_cases()
+
+
+def _json_lines(case: Case) -> dict[int, dict[str, Any]]:
+    return {
+        i: json.loads(line) for i, line in enumerate(case.path.read_text(encoding="utf-8").splitlines(), 1)
+    }
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_check_case(case: Case) -> None:
+    a = leaselog.analyze(case.path, **case.options)
+    found = sorted(
+        (f for f in a.finding_list if f.code == case.code),
+        key=lambda f: (f.start.timestamp() if f.start else 0.0, f.execution_ids),
+    )
+    assert len(found) == case.expected_count, [f.message for f in found]
+    lines = _json_lines(case)
+    for f in found:
+        d = f.to_json_dict()
+        assert d["message"], "every finding explains itself"
+        assert f.evidence, f"{case.id}: a finding without evidence"
+        for e in f.evidence:
+            assert e.file == str(case.path)
+            row = lines[e.line]
+            # the proving line belongs to the job the finding is about
+            if f.job_id is not None:
+                assert row.get("jobId") == f.job_id, (e, row)
+            assert row.get("executionId") in f.execution_ids or f.kind in ("lease_settings",), (e, row)
+    for f, want in zip(found, case.header["expect"].get("findings", []), strict=False):
+        d = f.to_json_dict()
+        for key, value in want.items():
+            if key == "messageContains":
+                for part in value:
+                    assert part in d["message"], f"{case.id}: {part!r} not in {d['message']!r}"
+                continue
+            actual = lookup(d, key)
+            assert matches(actual, value), f"{case.id}: {key} = {actual!r}, expected {value!r}"
+
+
+def test_every_case_has_a_header_with_a_count() -> None:
+    assert CASES, "no check cases found"
+    for c in CASES:
+        assert isinstance(c.header.get("case"), str) and c.header["case"], c.id
+        assert c.expected_count >= 0
+        assert len(c.header["expect"].get("findings", [])) <= c.expected_count, c.id

@@ -1,0 +1,75 @@
+"""The registry, the docs and the fixtures stay complete (flake8/sqlfluff style)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from _cases import FIXTURES, load_cases
+
+from leaselog.checks import REGISTRY
+
+PRODUCT = Path("/work/shared/docs/PRODUCT.md")
+SEVERITIES = {"error", "warning", "info"}
+KINDS = {
+    "overlapping_executions",
+    "lease_outlived",
+    "concurrent_leases",
+    "renewal_failed",
+    "renewal_gap",
+    "ownership_loss_unhandled",
+    "stop_delayed",
+    "stop_unconfirmed",
+    "stale_release",
+    "release_failed",
+    "second_attempt",
+    "duplicate_effect",
+    "stale_write_accepted",
+    "completion_rejected",
+    "crash_takeover",
+    "lease_settings",
+}
+
+
+def _product_kinds() -> set[str]:
+    text = PRODUCT.read_text(encoding="utf-8")
+    para = text[text.index("`kind` is one of:") :]
+    para = para[: para.index(".")]
+    return set(re.findall(r"`([a-z_]+)`", para)) - {"kind"}
+
+
+@pytest.mark.parametrize("mod", REGISTRY, ids=[m.__name__.rsplit(".", 1)[-1] for m in REGISTRY])
+def test_module_is_complete(mod: object) -> None:
+    code, kind, severity = mod.CODE, mod.KIND, mod.SEVERITY  # type: ignore[attr-defined]
+    assert re.fullmatch(r"LL\d{3}", code)
+    assert severity in SEVERITIES
+    assert mod.__name__.rsplit(".", 1)[-1] == f"{code.lower()}_{kind}"  # type: ignore[attr-defined]
+    doc = mod.__doc__ or ""
+    summary = doc.strip().splitlines()[0]
+    assert summary.endswith(".") and len(summary) > 20
+    assert "\nAnti-pattern:" in doc and "\nBest practice:" in doc
+    assert callable(mod.check)  # type: ignore[attr-defined]
+    cases = [c for c in load_cases() if c.code == code]
+    assert any(c.name == "empty" and c.expected_count == 0 for c in cases), f"{code}: no empty case"
+    assert any(c.name.startswith("quiet") and c.expected_count == 0 for c in cases), f"{code}: no quiet case"
+    assert any(c.expected_count > 0 for c in cases), f"{code}: no firing case"
+
+
+def test_codes_unique_and_ordered() -> None:
+    codes = [m.CODE for m in REGISTRY]  # type: ignore[attr-defined]
+    assert len(codes) == len(set(codes))
+    assert codes == sorted(codes)
+
+
+def test_kinds_match_product_contract() -> None:
+    kinds = [m.KIND for m in REGISTRY]  # type: ignore[attr-defined]
+    assert len(kinds) == len(set(kinds))
+    assert set(kinds) == KINDS
+    if PRODUCT.exists():
+        assert _product_kinds() == KINDS
+
+
+def test_no_fixture_folder_without_a_check() -> None:
+    codes = {m.CODE for m in REGISTRY}  # type: ignore[attr-defined]
+    assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} <= codes
