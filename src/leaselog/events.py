@@ -361,18 +361,28 @@ class BuiltEvents:
     rejected: pl.DataFrame
 
 
-def build_events(raw: dict[str, list[Any]], event_names: list[str], settings: Settings) -> BuiltEvents:
-    """Type the reader's raw columns into the canonical event frame (schema: EVENT_SCHEMA)."""
-    n = len(event_names)
-    data: dict[str, Any] = {k: raw.get(k, [None] * n) for k in RAW_COLUMNS}
-    df = pl.DataFrame(
-        {
-            **{k: pl.Series(k, v, dtype=pl.String) for k, v in data.items() if k not in ("line", "file_index")},
-            "line": pl.Series("line", data["line"], dtype=pl.Int64),
-            "file_index": pl.Series("file_index", data["file_index"], dtype=pl.Int64),
-            "event": pl.Series("event", event_names, dtype=pl.String),
-        }
-    )
+def build_events(
+    raw: pl.DataFrame | dict[str, list[Any]], event_names: list[str] | None, settings: Settings
+) -> BuiltEvents:
+    """Type the reader's raw columns into the canonical event frame (schema: EVENT_SCHEMA).
+
+    `raw` is the reader's frame (RAW_COLUMNS as strings, `line`/`file_index` integers, and the canonical
+    `event`), or the same as lists with the canonical names in `event_names`.
+    """
+    if isinstance(raw, pl.DataFrame):
+        df = raw
+    else:
+        names = event_names or []
+        n = len(names)
+        data: dict[str, Any] = {k: raw.get(k, [None] * n) for k in RAW_COLUMNS}
+        df = pl.DataFrame(
+            {
+                **{k: pl.Series(k, v, dtype=pl.String) for k, v in data.items() if k not in ("line", "file_index")},
+                "line": pl.Series("line", data["line"], dtype=pl.Int64),
+                "file_index": pl.Series("file_index", data["file_index"], dtype=pl.Int64),
+                "event": pl.Series("event", names, dtype=pl.String),
+            }
+        )
     df = df.with_columns(
         _parse_time(pl.col("ts")).alias("t_wall"),
         *(pl.col(c).cast(pl.Float64, strict=False) for c in _FLOAT_FIELDS),
@@ -405,7 +415,11 @@ def build_events(raw: dict[str, list[Any]], event_names: list[str], settings: Se
                   pl.col("ts").fill_null("missing")).alias("reason"),
     )
     df = df.filter(~bad_time)
-    df = df.sort(["file_index", "line"]).with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
+    df = (
+        df.sort(["file_index", "line"], maintain_order=True)
+        .with_row_index("seq")
+        .with_columns(pl.col("seq").cast(pl.Int64))
+    )
 
     offsets = settings.clock_offsets_ms
     if offsets:

@@ -1,9 +1,22 @@
 """Read every input line and account for it: used (a lease event), ignored (valid, unrelated), malformed.
 
-Streaming: a file is read line by line and only lease events are kept, so memory follows the lease
-events, not the input size. Lines that cannot hold a lease event (none of the job-id field names occurs
-in them) are only checked for shape, not parsed: that is what keeps the unrelated 80% of a fleet's log
-cheap.
+Streaming: a file is read in blocks of a few MiB and only lease events are kept, so memory follows the
+lease events, not the input size. Lines that cannot hold a lease event (none of the job-id field names
+occurs in them) are only checked for shape, not parsed: that is what keeps the unrelated 80% of a
+fleet's log cheap.
+
+Two paths read the same lines the same way:
+
+- the **columnar path**, for JSON shapes whose record is the line's own object (flat, ECS, Logstash):
+  polars splits a block into lines, picks the candidate lines with one multi-needle search, checks the
+  shape of the rest with vectorised string tests, decodes the candidates in bulk with an explicit
+  schema (only the field names seen so far, plus any new one found in the block: a field first
+  appearing late is never missed, and nothing is read twice) and maps them onto canonical columns
+  with expressions;
+- the **per-line path** (orjson, `Format.parse`, `FieldMapper.extract`) for every other shape, for
+  message rules, and as the fallback for any line the columnar path cannot vouch for: nested objects,
+  lines that do not decode, invalid UTF-8. A block that fails columnar reading is re-read line by line,
+  so a malformed line is always located by file:line.
 """
 
 from __future__ import annotations
@@ -12,17 +25,33 @@ import gzip
 import io
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
+
+import orjson
+import polars as pl
 
 from leaselog.events import RAW_COLUMNS, FieldMapper
 from leaselog.reading.formats import FORMATS, Format, Malformed, detect_format
+from leaselog.reading.formats.json_shapes import parse_flat
 from leaselog.reading.sources import Source
 
 MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
 SNIFF_LINES = 20
+MAX_ATTACHED = 8192  # characters of stack trace kept on one event's message
+BLOCK_BYTES = (
+    16 * 1024 * 1024
+)  # columnar block: big enough to amortise polars calls, small enough to stay flat
+
+# The reader's output: one row per lease event, raw strings as logged (build_events types them).
+RAW_SCHEMA: dict[str, pl.DataType] = {
+    **{c: pl.String() for c in RAW_COLUMNS},
+    "line": pl.Int64(),
+    "file_index": pl.Int64(),
+    "event": pl.String(),
+}
 
 
 @dataclass
@@ -55,10 +84,13 @@ class InputReport:
 
 @dataclass
 class ReadResult:
-    raw: dict[str, list[Any]]
-    event_names: list[str]
+    raw: pl.DataFrame  # RAW_SCHEMA: the lease events' raw canonical columns plus the canonical `event`
     inputs: list[InputReport]
     malformed: list[tuple[str, int, str]]  # file, line, reason (up to MAX_LOCATED per file and reason)
+
+    @property
+    def event_names(self) -> list[str]:
+        return self.raw["event"].to_list()
 
 
 ProgressFn = Callable[[int], None]
@@ -69,44 +101,93 @@ def _open_binary(source: Source) -> IO[bytes]:
         stream: IO[bytes] = sys.stdin.buffer
         head = stream.peek(2)[:2] if isinstance(stream, io.BufferedReader) else b""
         if head == b"\x1f\x8b":
-            return gzip.GzipFile(fileobj=stream)  # type: ignore[return-value]
+            return cast(IO[bytes], gzip.GzipFile(fileobj=stream))
         return stream
     fh = open(source.path, "rb")  # noqa: SIM115 - closed by the caller
     if fh.read(2) == b"\x1f\x8b":
         fh.close()
-        return gzip.open(source.path, "rb")
+        return cast(IO[bytes], gzip.open(source.path, "rb"))
     fh.seek(0)
     return fh
 
 
+_CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
+# the same test as a regex, for the columnar path
+_CONTINUATION_RE = r"^(?:[ \t]|Caused by:|\.\.\.|at |Exception|java\.)"
+
+
 def _looks_like_continuation(line: bytes) -> bool:
     """Stack-trace and multi-line message continuations: they belong to the previous event."""
-    return line[:1] in (b" ", b"\t") or line.startswith((b"Caused by:", b"...", b"at ", b"Exception", b"java."))
+    return line[:1] in (b" ", b"\t") or line.startswith(_CONTINUATION_STARTS)
+
+
+def _columnar(fmt: Format | None, mapper: FieldMapper) -> bool:
+    """Whether a file in this format can take the columnar path: its record is the line's JSON object."""
+    return (
+        fmt is not None
+        and fmt.parse is parse_flat
+        and fmt.join is None
+        and not mapper.rules
+        and mapper.needles is not None
+    )
+
+
+@dataclass
+class _Stream:
+    """Per-file state shared by both paths."""
+
+    index: int
+    report: InputReport
+    fmt: Format | None
+    pod_fallback: str
 
 
 class Reader:
     """Reads sources into raw canonical columns. One instance per analysis."""
 
-    def __init__(self, mapper: FieldMapper, forced_format: str | None = None,
-                 progress: ProgressFn | None = None) -> None:
+    def __init__(
+        self,
+        mapper: FieldMapper,
+        forced_format: str | None = None,
+        progress: ProgressFn | None = None,
+        *,
+        columnar: bool = True,
+    ) -> None:
         self.mapper = mapper
         self.forced_format = forced_format
         self.progress = progress
+        self.columnar = columnar  # False forces the per-line path everywhere (tests compare the two)
+        # per-line path output, as lists; the columnar path appends finished frames
         self.raw: dict[str, list[Any]] = {k: [] for k in RAW_COLUMNS}
         self.event_names: list[str] = []
+        self.frames: list[pl.DataFrame] = []
         self.malformed: list[tuple[str, int, str]] = []
         self._located: Counter[tuple[str, str]] = Counter()
+        self._cont_last: tuple[int, int] = (-1, -1)  # (file index, line) of the last continuation line
+        self._cont_run = 0  # continuation lines right before it
+        self._decoder = _ColumnarDecoder(mapper)
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
-        return ReadResult(self.raw, self.event_names, inputs, self.malformed)
+        lists = pl.DataFrame(
+            {**{k: self.raw[k] for k in RAW_COLUMNS}, "event": self.event_names}, schema=RAW_SCHEMA
+        )
+        raw = pl.concat([lists, *self.frames], how="vertical") if self.frames else lists
+        return ReadResult(raw, inputs, self.malformed)
 
-    def _bad(self, report: InputReport, line_no: int, reason: str) -> None:
-        report.malformed += 1
+    def _bad(self, report: InputReport, line_no: int, reason: str, count: int = 1) -> None:
+        report.malformed += count
         key = (report.path, reason)
         self._located[key] += 1
         if self._located[key] <= MAX_LOCATED:
             self.malformed.append((report.path, line_no, reason))
+
+    def _bad_many(self, report: InputReport, line_nos: list[int], reason: str) -> None:
+        key = (report.path, reason)
+        room = max(0, MAX_LOCATED - self._located[key])
+        self.malformed.extend((report.path, n, reason) for n in line_nos[:room])
+        self._located[key] += len(line_nos)
+        report.malformed += len(line_nos)
 
     def _read_source(self, index: int, source: Source) -> InputReport:
         display = "<stdin>" if source.is_stdin else source.path
@@ -138,96 +219,353 @@ class Reader:
             if len(head) >= SNIFF_LINES:
                 break
         name = self.forced_format or detect_format(head)
+        if name is None and self.mapper.rules:
+            name = "text"  # prose only: the config's message rules are what reads it
         report.format = name or "unknown"
         fmt = FORMATS.get(name) if name else None
+        st = _Stream(index, report, fmt, file_name.split(".")[0])
+
+        if self.columnar and _columnar(fmt, self.mapper):
+            # the sniffed head goes line by line; the rest in blocks, straight from the stream
+            for line_no, line in enumerate(head, start=1):
+                self._take_line(st, line_no, line)
+            report.lines = len(head)
+            self._progress(sum(len(h) + 1 for h in head))
+            if len(head) >= SNIFF_LINES:
+                self._read_blocks(st, fh)
+            return
 
         def all_lines() -> Iterator[bytes]:
             yield from head
             yield from lines
 
-        needles = self.mapper.needles
-        pod_fallback = file_name.split(".")[0]
-        extract = self.mapper.extract
-        raw = self.raw
-        names = self.event_names
-        progress = self.progress
+        stream: Iterable[bytes] = all_lines()
+        if fmt is not None and fmt.join is not None:
+            # partial lines (CRI `P`, Docker chunks) joined: still one line out per line in, the
+            # absorbed parts come out empty and are counted ignored
+            stream = fmt.join(stream)
         nbytes = 0
         line_no = 0
-        for line_no, line in enumerate(all_lines(), start=1):
-            if progress is not None:
+        for line_no, line in enumerate(stream, start=1):
+            if self.progress is not None:
                 nbytes += len(line) + 1
                 if line_no % 65536 == 0:
-                    progress(nbytes)
+                    self._progress(nbytes)
                     nbytes = 0
-            if not line.strip():
-                report.ignored += 1
-                continue
-            if b"\x00" in line:
-                self._bad(report, line_no, "binary data (NUL byte)")
-                continue
-            if fmt is None:
-                self._bad(report, line_no, "no known log format (not JSON, not logfmt)")
-                continue
-            if needles is not None and not any(n in line for n in needles):
-                self._classify_unrelated(fmt, line, line_no, report)
-                continue
-            try:
-                records = fmt.parse(line)
-            except Malformed as e:
-                if fmt.json_like and _looks_like_continuation(line):
-                    report.ignored += 1
-                else:
-                    self._bad(report, line_no, str(e))
-                continue
-            used = False
-            for rec in records:
-                got = extract(rec)
-                if got is None:
-                    continue
-                if isinstance(got, str):
-                    report.unmapped_events[got] += 1
-                    continue
-                event, row = got
-                if row.get("pod") is None:
-                    row["pod"] = pod_fallback
-                for k in RAW_COLUMNS:
-                    raw[k].append(row.get(k))
-                raw["file"][-1] = report.path
-                raw["line"][-1] = line_no
-                raw["file_index"][-1] = index
-                raw["fields"][-1] = _fields_json(rec)
-                names.append(event)
-                report.events += 1
-                used = True
-            if used:
-                report.used += 1
-            else:
-                report.ignored += 1
-        report.lines = line_no
-        if progress is not None and nbytes:
-            progress(nbytes)
+            self._take_line(st, line_no, line)
+            report.lines = line_no
+        self._progress(nbytes)
 
-    def _classify_unrelated(self, fmt: Format, line: bytes, line_no: int, report: InputReport) -> None:
-        s = line.strip()
-        if fmt.json_like:
-            if s[:1] == b"{" and s[-1:] == b"}":
-                report.ignored += 1
-            elif _looks_like_continuation(line):
-                report.ignored += 1
-            else:
-                self._bad(report, line_no, "not a JSON object")
-        else:
-            try:
-                fmt.parse(line)
-            except Malformed as e:
-                self._bad(report, line_no, str(e))
-                return
+    def _progress(self, nbytes: int) -> None:
+        if self.progress is not None and nbytes:
+            self.progress(nbytes)
+
+    # -- the per-line path -------------------------------------------------------------------------------
+
+    def _take_line(self, st: _Stream, line_no: int, line: bytes) -> None:
+        """Account for one line (already stripped of its line ending) and keep its lease events."""
+        report, fmt = st.report, st.fmt
+        if not line.strip():
             report.ignored += 1
+            return
+        if b"\x00" in line:
+            self._bad(report, line_no, "binary data (NUL byte)")
+            return
+        if fmt is None:
+            self._bad(report, line_no, "no known log format (not JSON, not logfmt)")
+            return
+        needles = self.mapper.needles
+        if needles is not None and not any(n in line for n in needles):
+            self._classify_unrelated(fmt, line, line_no, report, st.index)
+            return
+        try:
+            records = fmt.parse(line)
+        except (ValueError, TypeError, RecursionError) as e:  # Malformed, or input no parser foresaw
+            if _looks_like_continuation(line):
+                self._continuation(report, st.index, line_no, line)
+            else:
+                self._bad(report, line_no, str(e) if isinstance(e, Malformed) else f"unreadable: {e!r:.200}")
+            return
+        used = False
+        raw = self.raw
+        for rec in records:
+            got = self.mapper.extract(rec)
+            if got is None:
+                continue
+            if isinstance(got, str):
+                report.unmapped_events[got] += 1
+                continue
+            event, row = got
+            if row.get("pod") is None:
+                row["pod"] = st.pod_fallback
+            for k in RAW_COLUMNS:
+                raw[k].append(row.get(k))
+            raw["file"][-1] = report.path
+            raw["line"][-1] = line_no
+            raw["file_index"][-1] = st.index
+            raw["fields"][-1] = _fields_json(rec)
+            self.event_names.append(event)
+            report.events += 1
+            used = True
+        if used:
+            report.used += 1
+        else:
+            report.ignored += 1
+
+    def _classify_unrelated(
+        self, fmt: Format, line: bytes, line_no: int, report: InputReport, index: int = -1
+    ) -> None:
+        why = fmt.shape_error(line)  # a cheap shape check, not a parse: these lines hold no lease event
+        if why is None:
+            report.ignored += 1
+        elif _looks_like_continuation(line):
+            self._continuation(report, index, line_no, line)
+        else:
+            self._bad(report, line_no, why)
+
+    def _continuation(self, report: InputReport, index: int, line_no: int, line: bytes) -> None:
+        """A stack-trace or multi-line message continuation: counted ignored, its text attached to the
+        message of the event logged right before it (if that line was a lease event)."""
+        report.ignored += 1
+        run = self._cont_run + 1 if self._cont_last == (index, line_no - 1) else 0
+        self._cont_last, self._cont_run = (index, line_no), run
+        raw = self.raw
+        if raw["line"] and raw["file_index"][-1] == index and raw["line"][-1] == line_no - 1 - run:
+            msg = raw["message"][-1] or ""
+            if len(msg) < MAX_ATTACHED:
+                raw["message"][-1] = f"{msg}\n{line[: MAX_ATTACHED - len(msg)].decode('utf-8', 'replace')}"
+
+    # -- the columnar path -------------------------------------------------------------------------------
+
+    def _read_blocks(self, st: _Stream, fh: IO[bytes]) -> None:
+        """Read the rest of a stream in blocks cut at line ends; lines continue from report.lines."""
+        rest = b""
+        while True:
+            chunk = fh.read(BLOCK_BYTES)
+            data = rest + chunk if rest else chunk
+            if not data:
+                return
+            if chunk:
+                cut = data.rfind(b"\n")
+                if cut < 0:  # one line longer than a block: keep reading
+                    rest = data
+                    continue
+                block, rest = data[: cut + 1], data[cut + 1 :]
+            else:
+                block, rest = data, b""
+            n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            if not self._columnar_block(st, block, n):
+                self._per_line_block(st, block)
+            st.report.lines += n
+            self._progress(len(block))
+            if not chunk:
+                return
+
+    def _per_line_block(self, st: _Stream, block: bytes) -> None:
+        first = st.report.lines + 1
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()
+        for i, line in enumerate(lines):
+            self._take_line(st, first + i, line.rstrip(b"\r\n"))
+
+    def _columnar_block(self, st: _Stream, block: bytes, n: int) -> bool:
+        """Account for a block's lines with polars; False (nothing counted) when the block must go line by line."""
+        try:
+            # a one-column "CSV" whose separator cannot occur in a valid line is polars' fast line
+            # splitter; it keeps empty lines (null) so row i is line first+i. Invalid UTF-8, or the
+            # separator inside a line, make it fail: that block then goes line by line.
+            lines = pl.read_csv(
+                block, has_header=False, separator="\x1f", quote_char=None, schema={"l": pl.String}
+            )
+        except pl.exceptions.PolarsError:
+            return False
+        if lines.height != n:
+            return False
+        report = st.report
+        start = report.used + report.ignored + report.malformed
+        first = report.lines + 1
+        line = pl.col("l")
+        flagged = lines.select(
+            pl.int_range(first, first + n, dtype=pl.Int64).alias("line"),
+            line,
+            line.str.contains_any(self._decoder.needles).fill_null(False).alias("candidate"),
+            (line.str.starts_with("{") & line.str.ends_with("}")).fill_null(False).alias("object"),
+            # NUL is rare: only look for it line by line when the block has one at all
+            (line.str.contains("\x00", literal=True) if b"\x00" in block else pl.lit(False))
+            .fill_null(False)
+            .alias("nul"),
+        )
+        # lines neither candidate nor plainly an object: blank, binary, padded, continuations, junk (rare)
+        odd = flagged.filter((~pl.col("candidate") & ~pl.col("object")) | pl.col("nul"))
+        if odd.height:
+            stripped = line.str.strip_chars()
+            kinds = odd.select(
+                "line",
+                pl.when(line.is_null() | (stripped == ""))
+                .then(pl.lit("blank"))
+                .when(pl.col("nul"))
+                .then(pl.lit("nul"))
+                .when(stripped.str.starts_with("{") & stripped.str.ends_with("}"))
+                .then(pl.lit("ignored"))
+                .when(line.str.contains(_CONTINUATION_RE))
+                .then(pl.lit("continuation"))
+                .otherwise(pl.lit("junk"))
+                .alias("kind"),
+            )
+        else:
+            kinds = pl.DataFrame(schema={"line": pl.Int64, "kind": pl.String})
+        if self._continues_event(kinds, flagged, first):
+            return False
+        if odd.height:
+            for kind, reason in (("nul", "binary data (NUL byte)"), ("junk", "not a JSON object")):
+                located = kinds.filter(pl.col("kind") == kind)["line"].to_list()
+                if located:
+                    self._bad_many(report, located, reason)
+        candidates = flagged.filter(pl.col("candidate") & ~pl.col("nul"))
+        # nested objects are flattened by the per-line path; so are lines not plainly one object
+        simple = pl.col("object") & (line.str.count_matches("{", literal=True) == 1)
+        per_line = candidates.filter(~simple)
+        candidates = candidates.filter(simple)
+        if candidates.height:
+            decoded = self._decoder.decode(candidates, st)
+            if decoded is None:  # some line did not decode: let the per-line path say which and why
+                per_line = pl.concat([per_line, candidates])
+            else:
+                frame, unmapped = decoded
+                if frame.height:
+                    self.frames.append(frame)
+                report.used += frame.height
+                report.events += frame.height
+                report.unmapped_events.update(unmapped)
+        for line_no, text in per_line.select("line", "l").iter_rows():
+            self._take_line(st, line_no, text.encode())
+        # every line not counted yet is a valid line unrelated to leases, a blank, or a continuation
+        report.ignored += n - (report.used + report.ignored + report.malformed - start)
+        return True
+
+    @staticmethod
+    def _continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> bool:
+        """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
+
+        The per-line path attaches such text to the event's message, so such a block goes line by line.
+        """
+        cont = pl.concat(
+            [
+                kinds.filter(pl.col("kind") == "continuation")["line"],
+                flagged.filter(
+                    pl.col("candidate") & ~pl.col("object") & pl.col("l").str.contains(_CONTINUATION_RE)
+                )["line"],
+            ]
+        ).sort()
+        if cont.is_empty():
+            return False
+        starts = cont.filter(~(cont - 1).is_in(cont.implode()))
+        anchors = starts - 1
+        if (anchors < first).any():
+            return True
+        cand = flagged.filter(pl.col("candidate"))["line"]
+        return bool(anchors.is_in(cand.implode()).any())
+
+
+class _ColumnarDecoder:
+    """Decodes candidate lines in bulk and maps them onto canonical columns (FieldMapper.extract, vectorised)."""
+
+    def __init__(self, mapper: FieldMapper) -> None:
+        self.mapper = mapper
+        self.aliases = mapper.aliases
+        self.keys: list[str] = list(dict.fromkeys(k for keys in self.aliases.values() for k in keys))
+        job_keys = self.aliases["job_id"]
+        # a JSON key is always written in quotes; a dotted name may be nested (`"job":{"id":..}`)
+        self.needles: list[str] = list(
+            dict.fromkeys([*(f'"{k}"' for k in job_keys), *(f'"{k.split(".", 1)[0]}"' for k in job_keys)])
+        )
+        # field names seen so far: the decode schema grows when a block shows a new one
+        self.known: set[str] = {*job_keys, *self.aliases["event"]}
+        self.to_canonical: dict[str, str] = {a: c for a, (c, _) in mapper.event_aliases.items()}
+        self.implied: dict[str, dict[str, str]] = {}
+        for a, (_, fields) in mapper.event_aliases.items():
+            for f, v in fields.items():
+                self.implied.setdefault(f, {})[a] = v
+
+    def _learn(self, texts: pl.Series) -> None:
+        unknown = [f'"{k}"' for k in self.keys if k not in self.known]
+        if not unknown:
+            return
+        hit = texts.str.contains_any(unknown)
+        if hit.any():
+            found = texts.filter(hit).str.extract_many(unknown).explode().drop_nulls().unique()
+            self.known.update(q[1:-1] for q in found.to_list())
+
+    def decode(self, candidates: pl.DataFrame, st: _Stream) -> tuple[pl.DataFrame, Counter[str]] | None:
+        """(lease-event rows in RAW_SCHEMA, unmapped event names), or None if some line does not decode."""
+        texts = candidates["l"]
+        self._learn(texts)
+        schema = {k: pl.String() for k in self.keys if k in self.known}
+        try:
+            decoded = pl.read_ndjson(texts.str.join("\n").item().encode(), schema=schema)
+        except pl.exceptions.PolarsError:
+            return None
+        if decoded.height != candidates.height:
+            return None
+
+        def pick(keys: list[str]) -> pl.Expr:
+            # the first alias with a non-empty value, as FieldMapper.extract does
+            cols = [pl.when(pl.col(k) != "").then(pl.col(k)) for k in keys if k in schema]
+            return pl.coalesce(cols) if cols else pl.lit(None, dtype=pl.String)
+
+        row = decoded.select(*(pick(keys).alias(c) for c, keys in self.aliases.items())).with_columns(
+            candidates["line"], candidates["l"].alias("fields")
+        )
+        name = pl.col("event")
+        norm = _normalised(name)
+        canonical = norm.replace_strict(self.to_canonical, default=None, return_dtype=pl.String)
+        raw_event = name
+        if self.mapper.message_events:  # a record without an event name may say it in its message
+            by_message = pl.when(name.is_null()).then(
+                _normalised(pl.col("message")).replace_strict(
+                    self.mapper.message_events, default=None, return_dtype=pl.String
+                )
+            )
+            raw_event = (
+                pl.when(name.is_null() & by_message.is_not_null()).then(pl.col("message")).otherwise(name)
+            )
+            canonical = pl.coalesce(canonical, by_message)
+        row = row.with_columns(canonical.alias("canonical"), raw_event.alias("raw_event"))
+        has_job = pl.col("job_id").is_not_null()
+        unmapped = row.filter(has_job & pl.col("canonical").is_null() & pl.col("raw_event").is_not_null())
+        names: Counter[str] = Counter(dict(unmapped["raw_event"].value_counts().iter_rows()))
+        used = row.filter(has_job & pl.col("canonical").is_not_null())
+        implied = [
+            pl.coalesce(
+                pl.col(f),
+                _normalised(pl.col("event")).replace_strict(values, default=None, return_dtype=pl.String),
+            ).alias(f)
+            for f, values in self.implied.items()
+            if f in used.columns
+        ]
+        used = (
+            used.with_columns(
+                *implied,
+                pl.col("pod").fill_null(st.pod_fallback),
+                pl.lit(st.report.path).alias("file"),
+                pl.lit(st.index, dtype=pl.Int64).alias("file_index"),
+            )
+            .drop("event")
+            .rename({"canonical": "event"})
+        )
+        return used.select(
+            pl.col(c).cast(t) if c in used.columns else pl.lit(None, dtype=t).alias(c)
+            for c, t in RAW_SCHEMA.items()
+        ), names
+
+
+def _normalised(name: pl.Expr) -> pl.Expr:
+    """events.normalise_event_name as an expression."""
+    return name.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_")
 
 
 def _fields_json(rec: dict[str, Any]) -> str:
-    import orjson
-
     try:
         return orjson.dumps(rec, default=str).decode()
     except TypeError:
