@@ -277,9 +277,10 @@ def _article(h: _Harness) -> dict[str, Any]:
         "finished:A",
         "--progress-note",
         "still_running_after_b_started",
-        # A's report goes on for a while after B started (1s of overlap, well above clock-skew bounds)
+        # A's report goes on for a while after B started: up to 1s of overlap, well above clock-skew
+        # bounds, yet short enough that B (also without renewal) finishes inside its own lease
         "--tail-units",
-        str(max(1, 1000 // h.options.unit_ms)),
+        str(max(1, min(1000, h.options.lease_ms // 2) // h.options.unit_ms)),
     )
     h.wait_signal("started:A")
     h.spawn("B", "scheduler", "--wait-for", "finished:A")

@@ -191,7 +191,12 @@ def compare(truth: dict[str, Any], analysis: Analysis) -> list[Agreement]:
     def figure(what: str, truth_ms: float | None, kind: str) -> None:
         if truth_ms is None or truth_ms <= 0 or kind not in truth["expected"]["kinds"]:
             return
-        hits = [f.duration_ms for f in found if f.kind == kind and f.duration_ms is not None]
+        # every figure in the truth is about pod A's execution (the first one)
+        hits = [
+            f.duration_ms
+            for f in found
+            if f.kind == kind and f.duration_ms is not None and f.execution_ids[:1] == ("attempt-a",)
+        ]
         got = hits[0] if hits else None
         ok = None if kind not in known else (got is not None and abs(got - truth_ms) <= tolerance(truth_ms))
         out.append(Agreement(what, _ms(truth_ms), _ms(got), ok))
