@@ -144,15 +144,36 @@ def test_no_wall_clock_timeline_uses_a_numeric_axis() -> None:
     assert "no wall clock" in layout["title"]["text"]
 
 
+def test_a_job_mixing_wall_clock_and_log_order_gets_two_panels(tmp_path: Path) -> None:
+    jsonl(tmp_path / "wall.jsonl", _run("job-mix", "w1", "pod-a", 0, 5, ttl_ms=2000))
+    (tmp_path / "demo.log").write_text(
+        "jobId=job-mix executionId=o1 pod=B event=acquired elapsedMs=0\n"
+        "jobId=job-mix executionId=o1 pod=B event=finished elapsedMs=900\n"
+    )
+    a = leaselog.analyze(tmp_path, lease_ttl_ms="5s")
+    fs = [f for f in a.finding_list if f.job_id == "job-mix"]
+    assert fs  # w1 outlived its 2s lease
+    layout = _layout(timeline_figure(a, "job-mix"))
+    assert layout["xaxis"]["type"] == "date" and layout["xaxis2"]["type"] == "linear"
+    assert layout["yaxis"]["ticktext"][0] == "pod-a · w1" and layout["yaxis2"]["ticktext"][0] == "B · o1"
+    assert any("no wall clock" in an["text"] for an in layout["annotations"])
+    refs = layout["meta"]["findings"]
+    assert len(refs) == len(fs)
+    for f, ref in zip(fs, refs, strict=True):  # each finding is linked into the panel of its executions
+        assert ref is not None and ref[0] == ("x" if "w1" in f.execution_ids else "x2")
+
+
 def test_overview_aggregates_instead_of_drawing_each_execution() -> None:
     a = leaselog.analyze(SAMPLES / "clean")
     fig = overview_figure(a)
     running = next(t for t in fig.data if t.name == "executions running")
     assert len(running.x) == 240  # buckets, however many executions
     assert max(running.y) >= 1
-    assert not [t for t in fig.data if t.name == "overlapping execution pairs"]  # clean: nothing overlapped
+    assert not [
+        t for t in fig.data if t.name == "overlapping execution pairs (right axis)"
+    ]  # clean: nothing overlapped
     inc = overview_figure(_incident())
-    pairs = next(t for t in inc.data if t.name == "overlapping execution pairs")
+    pairs = next(t for t in inc.data if t.name == "overlapping execution pairs (right axis)")
     assert max(pairs.y) == 1
 
 

@@ -134,19 +134,129 @@ def timeline_spec(
 ) -> dict[str, Any]:
     """The timeline of one job as a plotly figure dict (frames already filtered to the job).
 
-    `title=False` leaves the job id out of the figure (the HTML report heads each figure itself).
+    One panel per kind of clock: executions with wall-clock times share a UTC axis; executions placed by
+    elapsedMs / line order (no wall clock) get their own panel below, since the two timelines cannot be
+    compared. `title=False` leaves the job id out (the HTML report heads each figure itself).
+    `layout.meta.findings[i]` is `[xref, x0, x1]` for `findings[i]` (or null), for linking to the moment.
     """
     ex = executions.sort("start", "first_seq", nulls_last=True)
-    title_text = f"<b>{esc(job_id)}</b>"
+    title_text = f"<b>{esc(job_id)}</b>" if title else ""
     if ex.height == 0:
         return {
             "data": [],
             "layout": {
-                "title": {"text": title_text if title else ""},
+                "title": {"text": title_text},
                 "height": 160,
                 "annotations": [_note("no executions of this job in the logs")],
+                "meta": {"jobId": job_id, "lanes": [[], []], "findings": [None] * len(findings)},
             },
         }
+    groups = [
+        g for g in (ex.filter(pl.col("clock") == "wall"), ex.filter(pl.col("clock") != "wall")) if g.height
+    ]
+    ids = [set(g["execution_id"].to_list()) for g in groups]
+    assigned: list[list[int]] = [[] for _ in groups]
+    for i, f in enumerate(findings):
+        # a finding belongs with the executions it is about; failing that, the first panel
+        at = next((p for p, known in enumerate(ids) if known & set(f.execution_ids)), 0)
+        assigned[at].append(i)
+    panels = [
+        _panel_spec(g, events, [findings[i] for i in assigned[p]], renewals) for p, g in enumerate(groups)
+    ]
+    return _stack(job_id, title_text, panels, assigned, len(findings))
+
+
+def _stack(
+    job_id: str, title_text: str, panels: list[dict[str, Any]], assigned: list[list[int]], n_findings: int
+) -> dict[str, Any]:
+    """Stack single-clock panels vertically, each on its own x/y axes pair."""
+    gap = 90  # px between panels: room for the upper panel's tick labels and the lower one's labels
+    plot_h = [p["layout"]["height"] - 150 for p in panels]
+    area = sum(plot_h) + gap * (len(panels) - 1)
+    data: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    meta_findings: list[Any] = [None] * n_findings
+    layout: dict[str, Any] = {}
+    top = float(area)
+    seen: set[str] = set()
+    wall_note = ""
+    for p, panel in enumerate(panels):
+        s = "" if p == 0 else str(p + 1)
+        xa, ya = f"x{s}", f"y{s}"
+        lo, hi = (top - plot_h[p]) / area, top / area
+        top -= plot_h[p] + gap
+        pl_ = panel["layout"]
+        layout[f"xaxis{s}"] = {**pl_["xaxis"], "anchor": ya}
+        layout[f"yaxis{s}"] = {**pl_["yaxis"], "anchor": xa, "domain": [max(lo, 0.0), min(hi, 1.0)]}
+        for tr in panel["data"]:
+            # one legend entry per name across panels
+            tr = {**tr, "xaxis": xa, "yaxis": ya, "legendgroup": tr.get("legendgroup", tr["name"])}
+            if tr["name"] in seen:
+                tr["showlegend"] = False
+            seen.add(tr["name"])
+            data.append(tr)
+        shapes += [_retarget(sh, xa, ya) for sh in pl_["shapes"]]
+        annotations += [_retarget(an, xa, ya) for an in pl_["annotations"]]
+        for i, ref in zip(assigned[p], pl_["meta"]["findings"], strict=True):
+            meta_findings[i] = None if ref is None else [xa, *ref]
+        if len(panels) > 1:
+            annotations.append(
+                {
+                    "xref": f"{xa} domain",
+                    "yref": f"{ya} domain",
+                    "x": 0,
+                    "y": 1,
+                    "xanchor": "left",
+                    "yanchor": "bottom",
+                    "yshift": 14,
+                    "showarrow": False,
+                    "text": "<b>wall clock (UTC)</b>"
+                    if pl_["xaxis"]["type"] == "date"
+                    else "<b>no wall clock</b>: elapsedMs / line order (not comparable with the panel above)",
+                    "font": {"size": 11, "color": "#57606a" if pl_["xaxis"]["type"] == "date" else "#bf8700"},
+                }
+            )
+        elif pl_["xaxis"]["type"] != "date":
+            wall_note = _clock_note({"order"})
+    lanes = [[v for panel in panels for v in panel["layout"]["meta"]["lanes"][k]] for k in (0, 1)]
+    base = panels[0]["layout"]
+    return {
+        "data": data,
+        "layout": {
+            **{k: v for k, v in base.items() if k not in ("xaxis", "yaxis", "shapes", "annotations", "meta")},
+            **layout,
+            "title": {"text": title_text + wall_note, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
+            "height": 150 + area,
+            "margin": {
+                "l": 10,
+                "r": 20,
+                "t": 70 if title_text or wall_note or len(panels) > 1 else 36,
+                "b": 40,
+            },
+            "shapes": shapes,
+            "annotations": annotations,
+            "meta": {"jobId": job_id, "lanes": lanes, "findings": meta_findings},
+        },
+    }
+
+
+def _retarget(item: dict[str, Any], xa: str, ya: str) -> dict[str, Any]:
+    """Point a panel's shape or annotation at its own axes (`paper` becomes that panel's domain)."""
+    out = dict(item)
+    out["xref"] = f"{xa} domain" if item.get("xref") == "paper" else xa
+    out["yref"] = f"{ya} domain" if item.get("yref") == "paper" else ya
+    return out
+
+
+def _panel_spec(
+    executions: pl.DataFrame,
+    events: pl.DataFrame,
+    findings: Sequence[Finding],
+    renewals: pl.DataFrame | None,
+) -> dict[str, Any]:
+    """Lanes of executions sharing one kind of clock, on axes named x/y (`_stack` renames them)."""
+    ex = executions
     clocks = set(ex["clock"].to_list())
     axis = _Axis(wall=clocks == {"wall"})
     lanes = {eid: i for i, eid in enumerate(ex["execution_id"].to_list())}
@@ -414,15 +524,8 @@ def timeline_spec(
         tickvals.append(-1 - 0.3 * (rows - 1) / 2)
         ticktext.append("<i>findings</i>")
     layout: dict[str, Any] = {
-        "title": {
-            "text": (title_text if title else "") + _clock_note(clocks),
-            "x": 0.01,
-            "xanchor": "left",
-            "font": {"size": 14},
-        },
         "barmode": "overlay",
         "height": 150 + 80 * n + 22 * rows,
-        "margin": {"l": 10, "r": 20, "t": 70 if title or clocks != {"wall"} else 36, "b": 40},
         "xaxis": _xaxis(axis, t_min, right_edge, pad),
         "yaxis": {
             "tickvals": tickvals,
@@ -441,7 +544,12 @@ def timeline_spec(
         "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "x": 0, "font": {"size": 10}},
         "plot_bgcolor": "white",
         "paper_bgcolor": "white",
-        "meta": {"jobId": job_id, "lanes": [ex["pod"].to_list(), ex["execution_id"].to_list()]},
+        "meta": {
+            "lanes": [ex["pod"].to_list(), ex["execution_id"].to_list()],
+            "findings": [
+                [axis.x(f.start), axis.x(f.end or f.start)] if f.start is not None else None for f in findings
+            ],
+        },
     }
     # lane separators: thin lines so each pod/execution reads as its own row
     for i in range(n - 1):
@@ -731,7 +839,7 @@ def overview_spec(
         left_out = 0
     base_layout: dict[str, Any] = {
         "height": 420,
-        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+        "margin": {"l": 60, "r": 60, "t": 30, "b": 40},
         "plot_bgcolor": "white",
         "paper_bgcolor": "white",
         "hovermode": "x unified",
@@ -785,18 +893,18 @@ def overview_spec(
             o_start.search_sorted(edges[1:], side="left").cast(pl.Int64)
             - o_end.search_sorted(edges[:-1], side="left").cast(pl.Int64)
         ).to_list()
+        # on its own right-hand axis: a handful of overlaps next to a thousand running executions would
+        # otherwise be a flat line at zero
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": "overlapping execution pairs",
+                "name": "overlapping execution pairs (right axis)",
                 "x": xs,
                 "y": o_running,
                 "line": {"color": ZOMBIE, "width": 1.5, "shape": "hv"},
-                "fill": "tozeroy",
-                "fillcolor": "rgba(207,34,46,0.2)",
                 "xaxis": "x",
-                "yaxis": "y",
+                "yaxis": "y3",
             }
         )
     fs = findings.filter(pl.col("start").is_not_null())
@@ -851,33 +959,42 @@ def overview_spec(
             "title": {"text": "findings", "font": {"size": 10}},
             "rangemode": "tozero",
         },
+        "yaxis3": {
+            "overlaying": "y",
+            "side": "right",
+            "rangemode": "tozero",
+            "showgrid": False,
+            "title": {"text": "overlapping", "font": {"size": 10, "color": ZOMBIE}},
+            "tickfont": {"color": ZOMBIE},
+        },
     }
     return {"data": data, "layout": layout}
 
 
-_KIND_PALETTE = [
-    "#cf222e",
-    "#bf8700",
-    "#8250df",
-    "#0969da",
-    "#1a7f37",
-    "#fb8500",
-    "#57606a",
-    "#d4a72c",
-    "#a40e26",
-    "#3b78c4",
-    "#6639ba",
-    "#116329",
-    "#953800",
-    "#0550ae",
-    "#6e7781",
-    "#e16f24",
-]
+# one fixed colour per kind of PRODUCT.md, so a colour means the same thing in every report
+_KIND_COLOUR: dict[str, str] = {
+    "overlapping_executions": "#cf222e",
+    "lease_outlived": "#fb8500",
+    "concurrent_leases": "#a40e26",
+    "renewal_failed": "#8250df",
+    "renewal_gap": "#c297ff",
+    "ownership_loss_unhandled": "#953800",
+    "stop_delayed": "#d4a72c",
+    "stop_unconfirmed": "#bf8700",
+    "stale_release": "#3b78c4",
+    "release_failed": "#0550ae",
+    "second_attempt": "#57606a",
+    "duplicate_effect": "#e16f24",
+    "stale_write_accepted": "#6639ba",
+    "completion_rejected": "#1a7f37",
+    "crash_takeover": "#24292f",
+    "lease_settings": "#8c959f",
+}
+_FALLBACK_COLOURS = ["#116329", "#0969da", "#bc4c00", "#6e7781", "#cf5f9f", "#4d7c0f"]
 
 
 def _kind_colour(kind: str) -> str:
-    # stable per kind across reports (not per position), so a colour means the same thing every time
-    return _KIND_PALETTE[sum(kind.encode()) % len(_KIND_PALETTE)]
+    return _KIND_COLOUR.get(kind) or _FALLBACK_COLOURS[sum(kind.encode()) % len(_FALLBACK_COLOURS)]
 
 
 def overview_figure(analysis: Analysis) -> go.Figure:

@@ -18,7 +18,7 @@ import orjson
 import polars as pl
 
 from leaselog.durations import format_duration
-from leaselog.findings import SEVERITY_RANK, Finding
+from leaselog.findings import SEVERITY_RANK, Finding, iso
 from leaselog.render.figures import _Axis, overview_spec, timeline_spec
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def write_report(
     for f in a.finding_list:
         by_job[f.job_id].append(f)
 
-    figures, axes = _timeline_specs(a, shown, by_job)
+    figures = _timeline_specs(a, shown, by_job)
     finding_refs: list[list[Any]] = []  # per listed finding: [job index or -1, x0, x1]
 
     parts: list[str] = []
@@ -109,7 +109,7 @@ def write_report(
     parts.append(_header(a, len(jobs), len(shown)))
     parts.append(_inputs(a))
     parts.append(_overview(a, job_index))
-    parts.append(_findings(a, jobs, by_job, job_index, axes, finding_refs, max_findings))
+    parts.append(_findings(a, jobs, by_job, job_index, figures, finding_refs, max_findings))
     parts.append(_timelines(shown, by_job, figures, len(jobs)))
     payload = {
         "overview": overview_spec(a.executions, a.findings),
@@ -124,9 +124,9 @@ def write_report(
 
 def _timeline_specs(
     a: Analysis, shown: list[str], by_job: dict[str | None, list[Finding]]
-) -> tuple[list[dict[str, Any]], list[_Axis]]:
+) -> list[dict[str, Any]]:
     if not shown:
-        return [], []
+        return []
     # filter once and split, instead of scanning the whole events frame per job
     sel = pl.col("job_id").is_in(shown)
     ev = a.events.filter(sel).partition_by("job_id", as_dict=True)
@@ -134,14 +134,12 @@ def _timeline_specs(
     rn = a.renewals.filter(sel).partition_by("job_id", as_dict=True) if a.renewals.height else {}
     empty_ev, empty_ex = a.events.clear(), a.executions.clear()
     specs: list[dict[str, Any]] = []
-    axes: list[_Axis] = []
     for job in shown:
         x = ex.get((job,), empty_ex)
         specs.append(
             timeline_spec(job, x, ev.get((job,), empty_ev), by_job.get(job, []), rn.get((job,)), title=False)
         )
-        axes.append(_Axis(wall=x.height > 0 and set(x["clock"].to_list()) == {"wall"}))
-    return specs, axes
+    return specs
 
 
 def _head() -> str:
@@ -193,7 +191,7 @@ def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
         f'<div class="card wide">time range<br><b>{time_range}</b></div>'
         "</div>\n"
         '<nav><a href="#inputs">Inputs</a> · <a href="#overview">Fleet overview</a> · '
-        f'<a href="#findings">Findings</a> · <a href="#timelines">Timelines ({shown} of {jobs_with_findings})</a>'
+        f'<a href="#findings">Findings</a> · <a href="#timelines">Timelines ({shown:,} of {jobs_with_findings:,})</a>'
         "</nav></header>\n"
     )
 
@@ -318,7 +316,7 @@ def _findings(
     jobs: list[str],
     by_job: dict[str | None, list[Finding]],
     job_index: dict[str, int],
-    axes: list[_Axis],
+    figures: list[dict[str, Any]],
     refs: list[list[Any]],
     max_findings: int,
 ) -> str:
@@ -329,7 +327,31 @@ def _findings(
             " in these logs.</p></section>\n"
         )
         return "".join(out)
-    order: list[str | None] = ([None] if by_job.get(None) else []) + list(jobs)
+    kinds = Counter(f.kind for f in a.finding_list)
+    sevs = Counter(f.severity for f in a.finding_list)
+    kind_opts = "".join(f'<option value="{e(k)}">{e(k)} ({n:,})</option>' for k, n in sorted(kinds.items()))
+    sev_opts = "".join(
+        f'<option value="{s}">{s} ({sevs[s]:,})</option>' for s in ("error", "warning", "info") if sevs[s]
+    )
+    out.append(
+        '<div class="filters">show <select id="kind-filter" aria-label="kind">'
+        f'<option value="">all kinds</option>{kind_opts}</select> '
+        f'<select id="sev-filter" aria-label="severity"><option value="">all severities</option>{sev_opts}'
+        '</select> <span class="dim" id="filter-count"></span></div><div class="findings-scroll">'
+    )
+    # fleet-wide findings (no job) go first among jobs of their severity, not above every error
+    order: list[str | None] = list(jobs)
+    if by_job.get(None):
+        fleet_rank = min(SEVERITY_RANK[f.severity] for f in by_job[None])
+        at = next(
+            (
+                i
+                for i, j in enumerate(jobs)
+                if min(SEVERITY_RANK[f.severity] for f in by_job[j]) >= fleet_rank
+            ),
+            len(jobs),
+        )
+        order.insert(at, None)
     listed = 0
     for job in order:
         if listed >= max_findings:
@@ -340,17 +362,23 @@ def _findings(
             f'<div class="jobgroup"><h3>{_job_link(job, job_index)}'
             f' <span class="dim">{len(fs)} finding(s)</span></h3><ol class="findings">'
         )
-        for f in fs:
+        for i, f in enumerate(fs):
             if listed >= max_findings:
                 break
             fid = len(refs)
-            axis = axes[k] if k is not None else None
-            x0 = axis.x(f.start) if axis is not None and f.start is not None else None
-            x1 = axis.x(f.end or f.start) if axis is not None and f.start is not None else None
-            refs.append([k if k is not None else -1, x0, x1])
-            out.append(_finding_item(f, fid, k, axis))
+            # where the timeline drew this finding: [xref, x0, x1] from the figure's own meta
+            drawn: list[Any] | None = figures[k]["layout"]["meta"]["findings"][i] if k is not None else None
+            axis = None
+            if k is not None and drawn is not None:
+                xaxis = figures[k]["layout"]["xaxis" + drawn[0][1:]]
+                axis = _Axis(wall=xaxis.get("type") == "date")
+                refs.append([k, drawn[1], drawn[2], drawn[0]])
+            else:
+                refs.append([-1])
+            out.append(_finding_item(f, fid, k if drawn is not None else None, axis))
             listed += 1
         out.append("</ol></div>")
+    out.append("</div>")
     total = len(a.finding_list)
     if listed < total:
         out.append(
@@ -372,7 +400,7 @@ def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> st
     )
     span = ""
     if f.start is not None:
-        fmt = axis.when if axis is not None else (lambda t: t.isoformat() if t else "?")
+        fmt = axis.when if axis is not None else iso
         span = f" · {e(fmt(f.start))}" + (f" → {e(fmt(f.end))}" if f.end and f.end != f.start else "")
     ev = "".join(
         f"<li><code>{e(x.file)}:{x.line}</code>{' ' + e(x.note) if x.note else ''}</li>" for x in f.evidence
@@ -380,7 +408,7 @@ def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> st
     execs = ", ".join(e(x) for x in f.execution_ids)
     pods = ", ".join(e(p) for p in f.pods)
     return (
-        f'<li class="finding sev-{e(f.severity)}" id="f-{fid}">'
+        f'<li class="finding sev-{e(f.severity)}" id="f-{fid}" data-kind="{e(f.kind)}" data-sev="{e(f.severity)}">'
         f'<div class="fhead"><span class="badge sev-{e(f.severity)}">{e(f.severity)}</span> <code>{e(f.code)}</code>'
         f" <b>{e(f.kind)}</b>{dur}{unc}{goto}</div>"
         f'<p class="msg">{e(f.message)}</p>'
@@ -445,6 +473,8 @@ background:#57606a}
 .badge.ok{background:#1a7f37}.badge.uncertain{background:#8250df}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:8px 28px}.span2{grid-column:span 2}
 ol.findings{list-style:none;padding:0;margin:0}
+.findings-scroll{max-height:75vh;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:0 10px}
+.filters{margin:6px 0}.hidden{display:none}
 li.finding{border-left:4px solid var(--line);padding:6px 10px;margin:6px 0;background:#f6f8fa;border-radius:3px}
 li.finding.sev-error{border-color:var(--err)}li.finding.sev-warning{border-color:#bf8700}
 li.finding.sev-info{border-color:var(--info)}
@@ -491,7 +521,7 @@ _APP_JS = r"""
   }
   function highlight(fid) {
     var ref = data.findings[fid];
-    if (!ref || ref[0] < 0) { return; }
+    if (!ref || ref[0] < 0) { return; }  // [job, x0, x1, xref] or [-1] when the job is not drawn
     var div = document.getElementById("plot-" + ref[0]);
     document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
     var li = document.getElementById("f-" + fid);
@@ -500,10 +530,11 @@ _APP_JS = r"""
     art.scrollIntoView({block: "start"});
     render(div).then(function () {
       var base = (data.figures[ref[0]].layout.shapes || []).slice();
+      var xref = ref[3], yref = "y" + xref.slice(1) + " domain";
       var mark = ref[1] === ref[2]
-        ? {type: "line", xref: "x", yref: "paper", x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+        ? {type: "line", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
            line: {color: "#d4a72c", width: 4}, name: "highlight"}
-        : {type: "rect", xref: "x", yref: "paper", x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+        : {type: "rect", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
            fillcolor: "rgba(212,167,44,0.25)", line: {color: "#d4a72c", width: 2}, name: "highlight"};
       base.push(mark);
       return Plotly.relayout(div, {shapes: base});
@@ -520,6 +551,24 @@ _APP_JS = r"""
     var fid = +a.getAttribute("data-f");
     history.replaceState(null, "", "#f-" + fid);
     highlight(fid);
+  });
+  function applyFilters() {
+    var kind = document.getElementById("kind-filter").value;
+    var sev = document.getElementById("sev-filter").value;
+    var shown = 0;
+    document.querySelectorAll("li.finding").forEach(function (li) {
+      var ok = (!kind || li.getAttribute("data-kind") === kind) && (!sev || li.getAttribute("data-sev") === sev);
+      li.classList.toggle("hidden", !ok);
+      if (ok) { shown += 1; }
+    });
+    document.querySelectorAll("div.jobgroup").forEach(function (g) {
+      g.classList.toggle("hidden", !g.querySelector("li.finding:not(.hidden)"));
+    });
+    document.getElementById("filter-count").textContent = (kind || sev) ? shown + " shown" : "";
+  }
+  ["kind-filter", "sev-filter"].forEach(function (id) {
+    var el = document.getElementById(id);
+    if (el) { el.addEventListener("change", applyFilters); }
   });
   var m = /^#f-(\d+)$/.exec(location.hash);
   if (m) { highlight(+m[1]); }
