@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaselog.reading.formats import containers, json_shapes, otlp, text
-from leaselog.reading.formats._common import Malformed, Record, flatten, json_object_shape, try_object
+from leaselog.reading.formats._common import (
+    Malformed,
+    Record,
+    flatten,
+    json_object_shape,
+    looks_like_continuation,
+    try_object,
+)
 
 __all__ = [
     "DETECTION_ORDER",
@@ -177,9 +184,14 @@ DETECTION_ORDER: list[str] = [
 ]
 
 
+def _sample(sample: list[bytes]) -> list[bytes]:
+    """The lines detection looks at: not blank, not a stack-trace continuation (those carry no shape)."""
+    return [s for s in sample if s.strip() and not looks_like_continuation(s)]
+
+
 def sniff_votes(sample: list[bytes]) -> dict[str, int]:
-    """How many non-blank sample lines each auto-detectable format reads (each line parsed once)."""
-    lines = [s for s in sample if s.strip()]
+    """How many sample lines each auto-detectable format reads (each line parsed once)."""
+    lines = _sample(sample)
     objs = [try_object(s) for s in lines]
     return {
         name: sum(1 for s, o in zip(lines, objs, strict=True) if FORMATS[name].sniff(s, o))
@@ -189,7 +201,7 @@ def sniff_votes(sample: list[bytes]) -> dict[str, int]:
 
 def detect_format(sample: list[bytes]) -> str | None:
     """The first format in DETECTION_ORDER that reads at least half the sample lines, or None."""
-    n = sum(1 for s in sample if s.strip())
+    n = len(_sample(sample))
     if not n:
         return None
     votes = sniff_votes(sample)

@@ -130,6 +130,14 @@ def logfmt_record(text: str) -> Record | None:
     return rec if pairs >= 2 else None
 
 
+_CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
+
+
+def looks_like_continuation(line: bytes) -> bool:
+    """Stack-trace / multi-line message continuations (the reader attaches them to the event before)."""
+    return line[:1] in (b" ", b"\t") or line.startswith(_CONTINUATION_STARTS)
+
+
 def decode(line: bytes) -> str:
     try:
         return line.decode("utf-8")

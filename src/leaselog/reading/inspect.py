@@ -1,0 +1,180 @@
+"""What leaselog understood of one file: the format it detected, the keys it found and what each fills,
+the first events as typed, and the event names it could not map. Built for debugging a mapping
+(`leaselog inspect FILE`); the CLI only formats what this returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from leaselog.config import Settings
+from leaselog.events import FieldMapper, build_events
+from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, sniff_votes
+from leaselog.reading.reader import SNIFF_LINES, InputReport, Reader, _open_binary
+from leaselog.reading.sources import InputError, Source
+
+__all__ = ["Inspection", "describe_formats", "inspect_file"]
+
+KEY_SAMPLE_LINES = 200  # lines whose records are looked at for the key table
+
+EVENT_COLUMNS = [
+    "line",
+    "t",
+    "pod",
+    "job_id",
+    "execution_id",
+    "event",
+    "raw_event",
+    "lease_ms",
+    "released",
+    "renewal_outcome",
+    "message",
+]
+
+
+@dataclass
+class KeySeen:
+    """A source key seen in the file's first records, and the canonical field it fills (None: none)."""
+
+    key: str
+    field: str | None
+    example: str
+    # the canonical field takes another key first when both are present
+    shadowed_by: str | None = None
+
+
+@dataclass
+class Inspection:
+    path: str
+    format: str
+    forced: bool
+    votes: dict[str, int]  # format -> sample lines it reads (auto-detection looks at the first lines)
+    report: InputReport
+    keys: list[KeySeen]
+    events: pl.DataFrame  # the first events as leaselog typed them (EVENT_COLUMNS)
+    event_count: int
+    malformed: list[tuple[int, str]]  # the first malformed lines: line, why
+    unmapped_events: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "forced": self.forced,
+            "votes": self.votes,
+            "lines": self.report.as_dict(),
+            "keys": [k.__dict__ for k in self.keys],
+            "events": self.events.with_columns(pl.col("t").dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ")).to_dicts(),
+            "eventCount": self.event_count,
+            "malformed": [{"line": n, "reason": r} for n, r in self.malformed],
+            "unmappedEvents": self.unmapped_events,
+        }
+
+
+def describe_formats() -> list[dict[str, str | int | None]]:
+    """Every format: name, what it is, what it maps where, and its place in auto-detection."""
+    return [
+        {
+            "name": f.name,
+            "description": f.description,
+            "maps": f.maps,
+            "detection": DETECTION_ORDER.index(f.name) + 1 if f.name in DETECTION_ORDER else None,
+        }
+        for f in FORMATS.values()
+    ]
+
+
+def _head(path: str, n: int) -> list[bytes]:
+    fh = _open_binary(Source(path))
+    try:
+        out = []
+        for raw in fh:
+            out.append(raw.rstrip(b"\r\n"))
+            if len(out) >= n:
+                break
+        return out
+    finally:
+        fh.close()
+
+
+def _example(v: Any) -> str:
+    s = v if isinstance(v, str) else repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _keys(fmt: Format | None, lines: list[bytes], mapper: FieldMapper) -> list[KeySeen]:
+    owner: dict[str, str] = {}
+    for canon, names in mapper.aliases.items():
+        for name in names:
+            owner.setdefault(name, canon)
+    seen: dict[str, Any] = {}
+    present_sets: list[set[str]] = []
+    if fmt is not None:
+        source = fmt.join(iter(lines)) if fmt.join is not None else iter(lines)
+        for line in source:
+            if not line.strip():
+                continue
+            try:
+                records = fmt.parse(line)
+            except (ValueError, TypeError, RecursionError):  # Malformed is a ValueError
+                continue
+            for rec in records:
+                present_sets.append(set(rec))
+                for k, v in rec.items():
+                    seen.setdefault(k, v)
+    out = []
+    for k, v in seen.items():
+        filled = owner.get(k)
+        shadow: str | None = None
+        if filled is not None:
+            # a key earlier in the precedence list wins whenever both sit in one record
+            earlier = mapper.aliases[filled][: mapper.aliases[filled].index(k)]
+            for rec_keys in present_sets:
+                if k in rec_keys:
+                    hit = next((e for e in earlier if e in rec_keys), None)
+                    if hit:
+                        shadow = hit
+                        break
+        out.append(KeySeen(k, filled, _example(v), shadow))
+    return out
+
+
+def inspect_file(path: str | Path, *, settings: Settings | None = None, events: int = 20) -> Inspection:
+    """Read one file as `analyze` would and report what was understood."""
+    s = settings or Settings()
+    p = str(path)
+    if not Path(p).is_file():
+        raise InputError(f"{p}: no such file")
+    mapper = FieldMapper(s)
+    head = _head(p, max(SNIFF_LINES, KEY_SAMPLE_LINES))
+    votes = sniff_votes(head[:SNIFF_LINES])
+    read = Reader(mapper, forced_format=s.format).read([Source(p)])
+    report = read.inputs[0]
+    if report.error:
+        raise InputError(f"{p}: {report.error}")
+    fmt = FORMATS.get(report.format)
+    built = build_events(read.raw, read.event_names, s)
+    ev = built.events.sort("line")
+    malformed = [(n, why) for _, n, why in read.malformed]
+    for _, n, why in built.rejected.iter_rows():
+        # as in analyze: read as a lease event, but it cannot be placed on the timeline
+        malformed.append((n, why))
+        report.used -= 1
+        report.malformed += 1
+        report.events -= 1
+    return Inspection(
+        path=p,
+        format=report.format,
+        forced=s.format is not None,
+        votes={k: v for k, v in votes.items() if v},
+        report=report,
+        keys=_keys(fmt, head, mapper),
+        events=ev.head(events).select(EVENT_COLUMNS),
+        event_count=ev.height,
+        malformed=sorted(malformed)[:20],
+        unmapped_events=dict(report.unmapped_events.most_common(20)),
+    )

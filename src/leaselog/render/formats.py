@@ -1,0 +1,97 @@
+"""Terminal output for `leaselog formats` and `leaselog inspect`: formats what the library returns."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from leaselog.reading.inspect import Inspection, describe_formats
+
+DETAIL_COLUMNS = ("lease_ms", "released", "renewal_outcome")
+
+
+def _show(v: object) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def render_formats(console: Console) -> None:
+    table = Table(
+        title="Log formats (auto-detected per file in the order shown; --format NAME forces one)",
+        show_lines=True,
+    )
+    table.add_column("#", justify="right")
+    table.add_column("format")
+    table.add_column("what it is")
+    table.add_column("what it maps")
+    for f in describe_formats():
+        table.add_row(
+            str(f["detection"] or "-"), str(f["name"]), escape(str(f["description"])), escape(str(f["maps"]))
+        )
+    console.print(table)
+    console.print(
+        "Pod precedence: kubernetes.pod_name > k8s.pod.name > service.node.name > pod/podName/"
+        "HOSTNAME > host.name > GELF host; else the file name. Map your own names in leaselog.toml.",
+        highlight=False,
+    )
+
+
+def render_inspection(r: Inspection, console: Console) -> None:
+    how = "forced" if r.forced else "detected"
+    votes = ", ".join(f"{k} {v}" for k, v in r.votes.items()) or "none"
+    console.print(
+        f"[bold]{escape(r.path)}[/bold]: format [bold]{r.format}[/bold] ({how}; "
+        f"first lines read by: {votes})",
+        highlight=False,
+    )
+    rep = r.report
+    console.print(
+        f"lines {rep.lines}: used {rep.used}, ignored {rep.ignored}, malformed {rep.malformed}; "
+        f"{r.event_count} lease events",
+        highlight=False,
+    )
+
+    keys = Table(title="Keys in the first records and the field each fills")
+    keys.add_column("key")
+    keys.add_column("leaselog field")
+    keys.add_column("example")
+    for k in r.keys:
+        field = k.field or "[dim]-[/dim]"
+        if k.shadowed_by:
+            field += f" [dim](but {escape(k.shadowed_by)} wins)[/dim]"
+        keys.add_row(escape(k.key), field, escape(k.example))
+    console.print(keys)
+
+    if r.events.height:
+        ev = Table(title=f"First {r.events.height} of {r.event_count} events as leaselog read them")
+        for c in ("line", "time", "pod", "job", "execution", "event", "details"):
+            ev.add_column(c, overflow="fold", no_wrap=c in ("line", "time", "event"))
+        for row in r.events.iter_rows(named=True):
+            t = row["t"]
+            details = [f"{k}={_show(row[k])}" for k in DETAIL_COLUMNS if row.get(k) is not None]
+            if row["raw_event"] and row["raw_event"] != row["event"]:
+                details.insert(0, f"logged as {row['raw_event']}")
+            ev.add_row(
+                str(row["line"]),
+                t.strftime("%H:%M:%S.%f")[:-3] if t else "?",
+                escape(str(row["pod"])),
+                escape(str(row["job_id"])),
+                escape(str(row["execution_id"])),
+                row["event"],
+                escape(" ".join(details)),
+            )
+        console.print(ev)
+    else:
+        console.print(
+            "[yellow]No lease events.[/yellow] A lease event needs a job id (jobId, job_id, ... or "
+            "your name for it under \\[fields] in leaselog.toml) and a known event name."
+        )
+    if r.unmapped_events:
+        console.print(
+            "[yellow]Event names that map to nothing[/yellow] (map them under \\[events] in leaselog.toml):",
+            highlight=False,
+        )
+        for name, n in r.unmapped_events.items():
+            console.print(f"  {escape(name)}  ({n} lines)", highlight=False)
+    for line, why in r.malformed:
+        console.print(f"[red]malformed[/red] line {line}: {escape(why)}", highlight=False)
