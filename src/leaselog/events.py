@@ -386,7 +386,10 @@ def build_events(
     df = df.with_columns(
         _parse_time(pl.col("ts")).alias("t_wall"),
         *(pl.col(c).cast(pl.Float64, strict=False) for c in _FLOAT_FIELDS),
-        *(pl.col(c).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False) for c in _INT_FIELDS),
+        # exact for integers (an int64 fencing token beyond 2**53 survives), via float for `600000.0`
+        *(pl.coalesce(pl.col(c).cast(pl.Int64, strict=False),
+                      pl.col(c).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)).alias(c)
+          for c in _INT_FIELDS),
         pl.col("renewal_outcome")
         .str.to_lowercase()
         .replace_strict(_OUTCOMES, default=pl.col("renewal_outcome").str.to_lowercase()),

@@ -202,6 +202,8 @@ class Reader:
         except (OSError, EOFError, gzip.BadGzipFile) as e:
             report.error = f"read stopped at line {report.lines + 1}: {e}"
             self._bad(report, report.lines + 1, f"unreadable from here on: {e}")
+            # the unreadable rest counts as one malformed line, so the counts still add up
+            report.lines = report.used + report.ignored + report.malformed
         finally:
             if not source.is_stdin:
                 fh.close()
