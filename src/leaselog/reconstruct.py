@@ -17,17 +17,23 @@ from leaselog.config import Settings
 
 EXEC_KEYS = ["job_id", "execution_id"]
 
-# A trailing instance id on a job id: `report-42` -> `report`, `sync_0f3a9c` -> `sync`. Repeated, so
-# `report-2026-11-02` -> `report`; a job id with nothing to strip is its own type.
-_JOB_TYPE_SUFFIX = r"(?:[-_.:/#](?:[0-9]+|[0-9a-fA-F]{6,}|[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}))+$"
+# Instance ids inside a job id: a UUID, or a separator-delimited segment of digits or of 6+ hex digits.
+# Dropping them gives the job type: `report-42` -> `report`, `report-42-ecs` -> `report-ecs`,
+# `sync_0f3a9c` -> `sync`, `report-2026-11-02` -> `report`.
+_UUID = r"[-_.:/#]?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+_ID_SEGMENT = r"[-_.:/#](?:[0-9]+|[0-9a-fA-F]{6,})([-_.:/#]|$)"
 
 # Events that show an execution still doing its job (as opposed to cleaning up or reporting on its lease).
 WORK_EVENTS = ("job_started", "job_progress", "job_finished", "completion")
 
 
 def job_type(job_id: pl.Expr) -> pl.Expr:
-    """The job type of a job id: the id with trailing numeric/hex instance ids stripped."""
-    stripped = job_id.str.replace(_JOB_TYPE_SUFFIX, "")
+    """The job type of a job id: the id without its numeric/hex instance ids."""
+    stripped = job_id.str.replace_all(_UUID, "")
+    # a match consumes the separator after it, so adjacent ids (`-2026-11-02`) need more than one pass
+    for _ in range(3):
+        stripped = stripped.str.replace_all(_ID_SEGMENT, "${1}")
+    stripped = stripped.str.strip_chars("-_.:/#")
     return pl.when(stripped.str.len_chars() > 0).then(stripped).otherwise(job_id)
 
 

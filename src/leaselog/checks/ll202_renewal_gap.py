@@ -107,7 +107,22 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
             (pl.col("i_end") - pl.col("i_start") - 1).alias("lines_inside"),
             (pl.col("w_end") - pl.col("w_start")).alias("work_inside"),
         )
-        .drop("start_seq", "i_end", "i_start", "w_end", "w_start", "seq")
+        .drop("i_end", "i_start", "w_end", "w_start")
+    )
+    # the longest silence inside the gap (no line of the execution at all): a pause shows as one long
+    # silence even when the worker logs a line or two on waking up, a starved renewer does not
+    silence = (
+        ctx.events.sort("seq")
+        .select(
+            *EXEC_KEYS, "seq", ms_expr(pl.col("t").shift(1).over(EXEC_KEYS), pl.col("t")).alias("quiet_ms")
+        )
+        .join(mid.select(*EXEC_KEYS, "start_seq", pl.col("seq").alias("end_seq")), on=EXEC_KEYS, how="inner")
+        .filter((pl.col("seq") > pl.col("start_seq")) & (pl.col("seq") <= pl.col("end_seq")))
+        .group_by(*EXEC_KEYS, "end_seq")
+        .agg(pl.col("quiet_ms").max().alias("longest_silence_ms"))
+    )
+    mid = mid.join(silence, left_on=[*EXEC_KEYS, "seq"], right_on=[*EXEC_KEYS, "end_seq"], how="left").drop(
+        "start_seq", "seq"
     )
     # renewals that stopped: the last attempt succeeded, and work went on well past the interval
     last = (
@@ -171,6 +186,12 @@ def check(ctx: CheckContext) -> list[Finding]:
                     "nothing at all was logged in between: consistent with a process pause (GC, a frozen "
                     "VM or container)"
                 )
+            elif (r["longest_silence_ms"] or 0) > GAP_FACTOR * r["interval_ms"]:
+                cause = (
+                    f"it logged {r['lines_inside']} line(s) in between, but was completely silent for "
+                    f"{format_duration(r['longest_silence_ms'])} of it: consistent with a process pause (GC, "
+                    "a frozen VM or container)"
+                )
             else:
                 cause = (
                     f"it logged {r['lines_inside']} line(s) in between but did not renew: the renewal task "
@@ -214,6 +235,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                     "intervalSource": r["interval_source"],
                     "gapKind": r["gap_kind"],
                     "linesInside": r["lines_inside"],
+                    "longestSilenceMs": r.get("longest_silence_ms"),
                 },
             )
         )

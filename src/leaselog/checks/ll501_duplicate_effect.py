@@ -23,7 +23,7 @@ SEVERITY = "error"
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    acc = completions(ctx).filter(pl.col("outcome") == "accepted")
+    acc = completions(ctx).filter(pl.col("outcome") == "accepted").sort("t", "seq")
     dup = acc.filter(pl.len().over("job_id", "timeline") > 1)
     if dup.height == 0:
         return []
