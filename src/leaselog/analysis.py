@@ -16,13 +16,14 @@ from leaselog.findings import Finding, findings_frame, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
+from leaselog.schema import schema as documented_schema
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 JSON_VERSION = 1
 
-MALFORMED_SCHEMA = {"file": pl.String(), "line": pl.Int64(), "reason": pl.String()}
+MALFORMED_SCHEMA = dict(documented_schema("malformed"))
 
 
 @dataclass(repr=False)
@@ -62,9 +63,7 @@ class Analysis:
     @property
     def inputs(self) -> pl.DataFrame:
         """One row per input file and what happened to its lines (unmapped event names: `input_reports`)."""
-        from leaselog.schema import schema
-
-        cols = schema("inputs")
+        cols = documented_schema("inputs")
         rows = [{k: r.as_dict().get(k) for k in cols} for r in self.input_reports]
         return pl.DataFrame(rows, schema=cols)
 
