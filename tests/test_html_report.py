@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -91,6 +92,11 @@ def test_article_incident_timeline_reads_at_a_glance() -> None:
     # markers carry the raw fields and file:line in their hover
     released = by_name["released"]
     assert any("pod-a.jsonl:11" in h and "release_deleted_0" in h for h in released.hovertext)
+    assert any(
+        '"message": "release_deleted_0"' in h or '"message":"release_deleted_0"' in h
+        for h in released.hovertext
+    )
+    assert not any("&quot;" in h for h in released.hovertext)  # plotly would show that entity verbatim
 
 
 def test_timeline_of_unknown_job_says_so() -> None:
@@ -335,6 +341,24 @@ def test_browser_article_incident(browser: Any, tmp_path: Path) -> None:
     assert info["bars"] >= 5  # 2 leases, 2 executions, 1 zombie segment actually drawn as SVG
     assert "overlap 2m31.5s" in info["texts"]
     assert "still running without lease: 2m31.9s" in info["texts"]
+    # hover shows the raw fields and file:line (here: A's finish marker)
+    finished = o.page.evaluate(
+        "() => document.getElementById('plot-0').data.filter(t => t.type === 'scatter')"
+        ".findIndex(t => t.name === 'finished')"
+    )
+    box = (
+        o.page.locator("#plot-0 .scatterlayer .trace")
+        .nth(finished)
+        .locator("path.point")
+        .first.bounding_box()
+    )
+    assert box is not None
+    o.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tip = o.page.locator("#plot-0 .hoverlayer .hovertext").first
+    tip.wait_for(timeout=5_000)
+    hover = tip.text_content() or ""
+    # A's finish and its release 5ms later share a pixel: either one's raw fields and file:line will do
+    assert re.search(r"article-incident/pod-a\.jsonl:1[01]", hover) and '"pod":"pod-a"' in hover
     # the finding's link scrolls to the timeline and highlights the moment it describes
     o.page.click("li.finding:has-text('LL101') a.goto")
     o.page.wait_for_selector("#plot-0[data-highlighted]", timeout=10_000)

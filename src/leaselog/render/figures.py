@@ -66,8 +66,10 @@ MAX_FINDING_ROWS = 8  # finding rows drawn above the lanes; more are still in th
 
 
 def esc(text: object) -> str:
-    """Escape log text for plotly labels and HTML alike (plotly decodes entities back to plain text)."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """Escape log text for plotly labels and hover text (plotly decodes the entities back to plain text)."""
+    # quote=False: plotly decodes &lt; &gt; &amp; and numeric entities only (it would show `&quot;` as is),
+    # and with `<` escaped no tag, hence no attribute, can form
+    return html.escape("" if text is None else str(text), quote=False)
 
 
 def _esc_expr(e: pl.Expr) -> pl.Expr:
@@ -76,7 +78,6 @@ def _esc_expr(e: pl.Expr) -> pl.Expr:
         .str.replace_all("&", "&amp;", literal=True)
         .str.replace_all("<", "&lt;", literal=True)
         .str.replace_all(">", "&gt;", literal=True)
-        .str.replace_all('"', "&quot;", literal=True)
     )
 
 

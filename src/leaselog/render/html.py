@@ -66,9 +66,9 @@ def _plotly_js() -> str:
     return js
 
 
-def _rank_jobs(a: Analysis) -> list[str]:
+def _rank_jobs(findings: pl.DataFrame) -> list[str]:
     """Jobs with findings, most severe first, then most overlap / longest finding, then by id."""
-    fs = a.findings.filter(pl.col("job_id").is_not_null())
+    fs = findings.filter(pl.col("job_id").is_not_null())
     if fs.height == 0:
         return []
     ranked = (
@@ -93,7 +93,8 @@ def write_report(
 ) -> None:
     """Write the self-contained HTML report for `analysis` to `path`."""
     a = analysis
-    jobs = _rank_jobs(a)
+    findings = a.findings  # built from the finding list on each access: once here
+    jobs = _rank_jobs(findings)
     shown = jobs[:max_timelines]
     job_index = {j: i for i, j in enumerate(shown)}
 
@@ -108,11 +109,11 @@ def write_report(
     parts.append(_head())
     parts.append(_header(a, len(jobs), len(shown)))
     parts.append(_inputs(a))
-    parts.append(_overview(a, job_index))
+    parts.append(_overview(a, findings, job_index))
     parts.append(_findings(a, jobs, by_job, job_index, figures, finding_refs, max_findings))
     parts.append(_timelines(shown, by_job, figures, len(jobs)))
     payload = {
-        "overview": overview_spec(a.executions, a.findings),
+        "overview": overview_spec(a.executions, findings),
         "figures": figures,
         "findings": finding_refs,
     }
@@ -155,8 +156,10 @@ def _head() -> str:
 
 
 def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
-    d = a.to_dict()
-    tr = d["timeRange"]
+    lines = a.line_totals()
+    n_jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
+    wall = a.events.filter(pl.col("clock") == "wall")["t"]
+    t_lo, t_hi = (wall.min(), wall.max()) if wall.len() else (None, None)
     counts = Counter(f.severity for f in a.finding_list)
     sev = (
         " ".join(
@@ -166,10 +169,9 @@ def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
         )
         or '<span class="badge ok">no findings</span>'
     )
-    lines = d["lines"]
-    if tr["start"]:
-        time_range = f"{e(tr['start'])} → {e(tr['end'])} UTC"
-        if not tr["wallClock"]:
+    if isinstance(t_lo, datetime) and isinstance(t_hi, datetime):
+        time_range = f"{e(iso(t_lo))} → {e(iso(t_hi))} UTC"
+        if wall.len() < a.events.height:
             time_range += " (some inputs have no wall clock: placed by elapsedMs / line order)"
     elif a.events.height:
         time_range = "no wall-clock timestamps: times from elapsedMs and line order"
@@ -186,7 +188,7 @@ def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
         f'<div class="card"><div class="big">{lines["total"]:,}</div>lines ({lines["used"]:,} used,'
         f' {lines["ignored"]:,} ignored, <span class="{"bad" if lines["malformed"] else ""}">'
         f"{lines['malformed']:,} malformed</span>)</div>"
-        f'<div class="card"><div class="big">{d["jobs"]:,}</div>jobs, {d["executions"]:,} executions</div>'
+        f'<div class="card"><div class="big">{n_jobs:,}</div>jobs, {a.executions.height:,} executions</div>'
         f'<div class="card"><div class="big">{len(a.finding_list):,}</div>findings {sev}</div>'
         f'<div class="card wide">time range<br><b>{time_range}</b></div>'
         "</div>\n"
@@ -240,8 +242,7 @@ def _job_link(job: str | None, job_index: dict[str, int]) -> str:
     return e(job)
 
 
-def _overview(a: Analysis, job_index: dict[str, int]) -> str:
-    fs = a.findings
+def _overview(a: Analysis, fs: pl.DataFrame, job_index: dict[str, int]) -> str:
     kinds = (
         fs.group_by("kind", "code", "severity")
         .agg(
