@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, event_at, ms_expr, renewal_phrase, when
+from leaselog.checks.base import CheckContext, ev, ms_expr, renewal_phrase, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -38,33 +38,51 @@ def unhandled(executions: pl.DataFrame) -> pl.DataFrame:
 
 def check(ctx: CheckContext) -> list[Finding]:
     u = unhandled(ctx.executions)
+    if u.height == 0:
+        return []
+    keys = ["job_id", "execution_id"]
+    # what happened on the line that cast doubt, and on the last work line (joined, not looked up per row)
+    line_ev = ctx.events.select(*keys, "line", "event", "raw_event", "renewal_outcome", "reason").unique(
+        [*keys, "line"], keep="first"
+    )
+    u = u.join(
+        line_ev.rename(
+            {"line": "ownership_uncertain_line", "event": "cause_event", "raw_event": "cause_raw"}
+        ),
+        on=[*keys, "ownership_uncertain_line"],
+        how="left",
+    ).join(
+        line_ev.select(
+            *keys,
+            pl.col("line").alias("last_work_line"),
+            pl.coalesce("raw_event", "event").alias("last_name"),
+        ),
+        on=[*keys, "last_work_line"],
+        how="left",
+    )
+    accepted = (
+        ctx.events.filter((pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
+        .join(u.select(*keys, "ownership_uncertain_at"), on=keys, how="inner")
+        .filter(pl.col("t") > pl.col("ownership_uncertain_at"))
+        .group_by(keys)
+        .agg(pl.col("t").min().alias("accepted_at"))
+    )
+    u = u.join(accepted, on=keys, how="left")
     out: list[Finding] = []
     for r in u.iter_rows(named=True):
         ck = r["clock"]
-        cause_ev = event_at(ctx.events, r["file"], r["ownership_uncertain_line"])
-        if cause_ev is None or cause_ev["event"] == "lease_renewal":
-            outcome = cause_ev["renewal_outcome"] if cause_ev else None
-            late = outcome == "success"
-            cause = renewal_phrase(outcome, late)
+        if r["cause_event"] == "ownership_lost":
+            cause = "ownership_lost" + (f" ({r['reason']})" if r["reason"] else "")
         else:
-            reason = cause_ev["reason"]
-            cause = f"ownership_lost{f' ({reason})' if reason else ''}"
-        last_ev = event_at(ctx.events, r["last_file"], r["last_work_line"])
-        last_name = last_ev["raw_event"] or last_ev["event"] if last_ev else "work"
-        accepted = ctx.events.filter(
-            (pl.col("job_id") == r["job_id"])
-            & (pl.col("execution_id") == r["execution_id"])
-            & (pl.col("event") == "completion")
-            & (pl.col("outcome") == "accepted")
-            & (pl.col("t") > r["ownership_uncertain_at"])
-        )
+            outcome = r["renewal_outcome"]
+            cause = renewal_phrase(outcome, outcome == "success")
         message = (
             f"{r['execution_id']} ({r['pod']}) lost its hold on {r['job_id']} at "
             f"{when(r['ownership_uncertain_at'], ck)} ({cause}) but no stop was requested: it kept working for "
-            f"{format_duration(r['worked_ms'])}, until {when(r['last_work_at'], ck)} ({last_name})."
+            f"{format_duration(r['worked_ms'])}, until {when(r['last_work_at'], ck)} ({r['last_name'] or 'work'})."
         )
-        if accepted.height:
-            message += f" Its completion was still accepted at {when(accepted['t'][0], ck)}."
+        if r["accepted_at"] is not None:
+            message += f" Its completion was still accepted at {when(r['accepted_at'], ck)}."
         message += (
             " Ownership loss must produce deliberate, observable behaviour: mark the execution "
             "ownership-uncertain, request cancellation and stop at the next checkpoint."
@@ -85,7 +103,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                     *ev(r["file"], r["ownership_uncertain_line"], "ownership lost / uncertain"),
                     *ev(r["last_file"], r["last_work_line"], "still working"),
                 ),
-                details={"cause": cause, "completionAcceptedAfter": bool(accepted.height)},
+                details={"cause": cause, "completionAcceptedAfter": r["accepted_at"] is not None},
             )
         )
     return out
