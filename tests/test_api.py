@@ -193,7 +193,10 @@ def test_keywords_override_the_config_file(tmp_path: Path) -> None:
     assert a.settings.max_skew_ms == 2_000
 
 
-def test_same_findings_as_the_cli(sample: leaselog.Analysis, tmp_path: Path) -> None:
+def test_same_findings_as_the_cli(
+    sample: leaselog.Analysis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the CLI reads ./leaselog.toml when there is one; the API never does
     out = tmp_path / "findings.json"
     assert main(["analyze", str(SAMPLES), "--lease-ttl", "5s", "--json", str(out), "--quiet"]) == 0
     assert json.loads(out.read_text())["findings"] == sample.to_dict()["findings"]
@@ -319,7 +322,10 @@ def test_writing_again_replaces_the_store(
     assert leaselog.load(store).finding_list == []
 
 
-def test_cli_parquet_folder_loads_back(sample: leaselog.Analysis, tmp_path: Path) -> None:
+def test_cli_parquet_folder_loads_back(
+    sample: leaselog.Analysis, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     store = tmp_path / "from-cli"
     assert main(["analyze", str(SAMPLES), "--lease-ttl", "5s", "--parquet", str(store), "--quiet"]) == 0
     back = leaselog.load(store)

@@ -83,7 +83,9 @@ def test_notebook_runs_every_cell(path: Path, python3_kernel: str) -> None:
     assert not [o for c in code for o in c.outputs if o.output_type == "error"]
 
 
-def test_walkthrough_reaches_the_same_findings_as_the_cli(python3_kernel: str, tmp_path: Path) -> None:
+def test_walkthrough_reaches_the_same_findings_as_the_cli(
+    python3_kernel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # one extra cell reads the notebook's own analysis `a` out of the kernel
     nb = _execute(
         WALKTHROUGH,
@@ -98,6 +100,9 @@ def test_walkthrough_reaches_the_same_findings_as_the_cli(python3_kernel: str, t
     assert Path(seen["python"]).resolve() == Path(sys.executable).resolve()
 
     out = tmp_path / "cli.json"
+    monkeypatch.chdir(
+        tmp_path
+    )  # the CLI reads ./leaselog.toml when there is one; the notebook's API never does
     assert main(["analyze", str(SAMPLES), "--lease-ttl", "5s", "--json", str(out), "--quiet"]) == 0
     cli = json.loads(out.read_text())["findings"]
 
