@@ -225,6 +225,8 @@ def test_report_header_and_findings_for_the_article_incident(tmp_path: Path) -> 
     for kind in ("overlapping_executions", "lease_outlived", "stale_release"):
         assert kind in text
     assert "Timelines (1 of 1)" in text
+    assert '<a href="#job-0" class="joblink" data-job="0">report-42</a></td><td class=n>2m31.5s</td>' in text
+    assert "<td>pod-a, pod-b</td>" in text  # most overlapping jobs, with the pods involved
     assert 'href="#job-0"' in text and 'class="goto"' in text
     assert "pod-a.jsonl:10</code> attempt-a last seen / ends" in text
 
