@@ -17,8 +17,9 @@ gap between renewal attempts + p99 renewal latency > 2/3 of the TTL), or a job t
 has a runtime above 80% of its TTL.
 
 Arithmetic: interval R = `--renewal-interval`, else the median observed spacing, else 5s (the article's
-trial value); lease = max(2 x (R + longest pause beyond R + p99 renewal latency), 3 x R), so a renewal
-still gets a second chance before expiry after the worst pause seen; max-runtime = 1.5 x p99 runtime.
+trial value); lease = max(2 x (R + longest pause beyond R + p99 renewal latency), 3 x R, R + pause +
+latency + longest observed stop), so a renewal still gets a second chance before expiry after the worst
+pause seen and a worker that loses ownership can stop inside its lease; max-runtime = 1.5 x p99 runtime.
 All rounded up to values people configure.
 """
 
@@ -51,7 +52,10 @@ def _q(col: str, q: float) -> pl.Expr:
 def lease_stats(ctx: CheckContext) -> pl.DataFrame:
     """One row per (job type, TTL): runtime, renewal and stop figures, and whether to speak up."""
     keys = ["job_type", "ttl_ms"]
-    ex = ctx.executions.filter(pl.col("ttl_ms").is_not_null()).with_columns(
+    # only executions that held a lease say anything about lease settings
+    ex = ctx.executions.filter(
+        pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null()
+    ).with_columns(
         ((pl.col("lease_end") == "expired") & (ms_expr("expires_at", "end") > 0))
         .fill_null(False)
         .alias("outlived")
@@ -68,8 +72,9 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
         pl.col("execution_id").filter(pl.col("outlived")).head(MAX_IDS).alias("outlived_ids"),
         pl.col("pod").unique(maintain_order=True).alias("pods"),
         pl.col("file").sort_by("runtime_ms").last().alias("longest_file"),
-        pl.col("started_line").sort_by("runtime_ms").last().alias("longest_start_line"),
-        pl.col("ended_line").sort_by("runtime_ms").last().alias("longest_end_line"),
+        pl.coalesce("started_line", "acquired_line").sort_by("runtime_ms").last().alias("longest_start_line"),
+        pl.col("last_file").sort_by("runtime_ms").last().alias("longest_last_file"),
+        pl.coalesce("ended_line", "last_line").sort_by("runtime_ms").last().alias("longest_end_line"),
         pl.col("file").filter(pl.col("outlived")).first().alias("outlived_file"),
         pl.col("acquired_line").filter(pl.col("outlived")).first().alias("outlived_line"),
     )
@@ -176,22 +181,36 @@ def check(ctx: CheckContext) -> list[Finding]:
             else "the article's trial value"
         )
         need = interval + r["pause"] + r["lat"]
-        lease_raw = max(2 * need, 3 * interval)
+        stop = r["stop_max"] or 0.0
+        terms = [
+            (
+                2 * need,
+                f"2 x (interval {fd(interval)} + longest pause {fd(r['pause'])} + p99 renewal latency "
+                f"{fd(r['lat'])}) = {fd(2 * need)}",
+            ),
+            (3 * interval, f"3 x interval = {fd(3 * interval)}"),
+        ]
+        if stop:
+            # after a failed renewal the worker still needs its stop time, inside the lease it has left
+            terms.append(
+                (need + stop, f"interval + pause + latency + longest stop {fd(stop)} = {fd(need + stop)}")
+            )
+        lease_raw = max(t for t, _ in terms)
         lease = nice_ceil_ms(lease_raw)
         max_rt_raw = 1.5 * (r["p99"] or 0.0)
         max_rt = nice_ceil_ms(max_rt_raw)
         suggestion = (
             f"Trial values to test, not production defaults: renewal interval {fd(interval)} ({src}); lease = "
-            f"max(2 x (interval {fd(interval)} + longest pause {fd(r['pause'])} + p99 renewal latency "
-            f"{fd(r['lat'])}), 3 x interval) = {fd(lease_raw)} -> {fd(lease)}, so a renewal fits before expiry "
-            f"even after the worst pause seen; max-runtime = 1.5 x p99 runtime {fd(r['p99'])} = {fd(max_rt_raw)} "
-            f"-> {fd(max_rt)}, which bounds the job even if renewals keep succeeding."
+            f"max({'; '.join(txt for _, txt in terms)}) -> {fd(lease)}, so a renewal fits before expiry even "
+            "after the worst pause and slowest response seen, and a worker that loses ownership can stop "
+            f"inside its lease; max-runtime = 1.5 x p99 runtime {fd(r['p99'])} = {fd(max_rt_raw)} -> "
+            f"{fd(max_rt)}, which bounds the job even if renewals keep succeeding."
         )
         message = f"{r['job_type']} jobs ({'; '.join(reasons)}): {figures}. {suggestion}"
         ids = list(dict.fromkeys([*(r["outlived_ids"] or []), *(r["failed_ids"] or [])]))[:MAX_IDS]
         evidence = [
             *ev(r["longest_file"], r["longest_start_line"], "longest run starts"),
-            *ev(r["longest_file"], r["longest_end_line"], "longest run ends"),
+            *ev(r["longest_last_file"], r["longest_end_line"], "longest run ends"),
             *ev(r["outlived_file"], r["outlived_line"], "a run that outlived its lease"),
             *(ev(r["gap_file"], r["gap_line"], "longest renewal gap ends") if r["renewal_count"] else []),
         ]
