@@ -257,7 +257,8 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
             loc = tuple(err["loc"])
             line = _locate(text, _error_path(loc, msg))
             where = f"{p}:{line}" if line else str(p)
-            shown = ".".join(str(x) for x in _error_path(loc, "")) or "config"
+            shown = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in _error_path(loc, ""))
+            shown = shown.lstrip(".") or "config"
             msgs.append(f"{where}: {shown}: {msg}")
         raise ConfigError("\n".join(msgs)) from e
     return keywords

@@ -111,6 +111,23 @@ def _open_binary(source: Source) -> IO[bytes]:
     return fh
 
 
+def _read_some(fh: IO[bytes], size: int) -> tuple[bytes, BaseException | None]:
+    """Up to `size` bytes, and the error that stopped the read early (what came before it is kept)."""
+    parts: list[bytes] = []
+    got = 0
+    read1 = getattr(fh, "read1", fh.read)
+    try:
+        while got < size:
+            piece = read1(size - got)
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
+        return b"".join(parts), e
+    return b"".join(parts), None
+
+
 _CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
 # the same test as a regex, for the columnar path
 _CONTINUATION_RE = r"^(?:[ \t]|Caused by:|\.\.\.|at |Exception|java\.)"
@@ -343,7 +360,16 @@ class Reader:
         """Read the rest of a stream in blocks cut at line ends; lines continue from report.lines."""
         rest = b""
         while True:
-            chunk = fh.read(BLOCK_BYTES)
+            chunk, failure = _read_some(fh, BLOCK_BYTES)
+            if failure is not None:  # a truncated gzip: keep the whole lines read so far, then report
+                data = rest + chunk
+                cut = data.rfind(b"\n") + 1
+                if cut:
+                    n = data.count(b"\n", 0, cut)
+                    if not self._columnar_block(st, data[:cut], n):
+                        self._per_line_block(st, data[:cut])
+                    st.report.lines += n
+                raise failure
             data = rest + chunk if rest else chunk
             if not data:
                 return
@@ -571,4 +597,12 @@ def _fields_json(rec: dict[str, Any]) -> str:
     try:
         return orjson.dumps(rec, default=str).decode()
     except TypeError:
-        return str(rec)
+        # a value nested deeper than orjson writes (255 levels; repr would recurse too): keep the rest
+        safe: dict[str, Any] = {}
+        for k, v in rec.items():
+            try:
+                orjson.dumps(v, default=str)
+                safe[k] = v
+            except TypeError:
+                safe[k] = "<value nested too deep>"
+        return orjson.dumps(safe, default=str).decode()
