@@ -132,8 +132,13 @@ class PodLog:
         ts = _iso(time.time_ns())
         self._write({"ts": ts, "pod": self.pod, "level": "INFO", "logger": logger, "message": message}, None)
 
-    def emit(self, event: str, message: str, **fields: Any) -> float:
-        """Log one lease event now; returns the monotonic moment (ms) it was taken at."""
+    def emit(
+        self, event: str, message: str, truth_extra: dict[str, Any] | None = None, **fields: Any
+    ) -> float:
+        """Log one lease event now; returns the monotonic moment (ms) it was taken at.
+
+        `truth_extra` goes to the ground truth only (e.g. when the acquiring request was sent).
+        """
         with self._lock:
             wall_ns = time.time_ns()
             m = mono_ms()
@@ -153,6 +158,7 @@ class PodLog:
                 "monoMs": round(m, 3),
                 "wallMs": wall_ns // 1_000_000,
                 **{k: v for k, v in fields.items() if v is not None},
+                **(truth_extra or {}),
             }
             self._write_locked(line, truth)
             return m
@@ -214,9 +220,13 @@ class Worker:
     # -- coordination -------------------------------------------------------------------------------
     def mark(self, name: str) -> None:
         try:
-            self.coord.set(marker(self.a.prefix, name), "1", ex=600)
-            self.coord.rpush(signal_list(self.a.prefix, name), "1")
-            self.coord.expire(signal_list(self.a.prefix, name), 600)
+            # One atomic round trip: once the scenario sees the signal, this pod has nothing left in flight
+            # (it may stall Redis right then, and must not catch the pod mid-way through its own marker).
+            pipe = self.coord.pipeline(transaction=True)
+            pipe.set(marker(self.a.prefix, name), "1", ex=600)
+            pipe.rpush(signal_list(self.a.prefix, name), "1")
+            pipe.expire(signal_list(self.a.prefix, name), 600)
+            pipe.execute()
         except redis.RedisError:
             pass  # a marker is for the scenario's timing; never let it change the worker's behaviour
 
@@ -306,7 +316,13 @@ class Worker:
         self.deadline = sent + a.lease_ms - a.margin_ms
         self.max_deadline = sent + a.max_runtime_ms
         self.log.emit(
-            "lock_acquired", "acquired report lock", leaseMs=a.lease_ms, fencingToken=token, owner=self.owner
+            "lock_acquired",
+            "acquired report lock",
+            # Redis started the lease between sending and this line: the truth keeps both ends
+            truth_extra={"sentMonoMs": round(sent, 3)},
+            leaseMs=a.lease_ms,
+            fencingToken=token,
+            owner=self.owner,
         )
 
     def request_stop(self, reason: str, cause: str) -> None:
