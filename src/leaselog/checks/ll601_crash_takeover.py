@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_for, ev, ms_expr, when
+from leaselog.checks.base import CheckContext, certainty_for, ev, handover_skew_note, ms_expr, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -29,7 +29,12 @@ SEVERITY = "warning"
 
 def crashes(ctx: CheckContext) -> pl.DataFrame:
     ex = ctx.executions
-    crashed = ex.filter((pl.col("end_kind") == "open") & pl.col("acquired_at").is_not_null()).select(
+    crashed = (
+        ex.filter((pl.col("end_kind") == "open") & pl.col("acquired_at").is_not_null()).join(
+            ctx.leases.select("job_id", "execution_id", "confirm_latency_ms"), on=["job_id", "execution_id"]
+        )
+    ).select(
+        "confirm_latency_ms",
         "job_id",
         "timeline",
         "execution_id",
@@ -96,6 +101,7 @@ def check(ctx: CheckContext) -> list[Finding]:
             *ev(r["file"], r["acquired_line"], "lease acquired"),
             *ev(r["last_file"], r["last_line"], "last line seen"),
         ]
+        skew_bound = None
         if r["taker"] is None:
             severity = SEVERITY
             certainty, caveat = "certain", ""
@@ -114,11 +120,16 @@ def check(ctx: CheckContext) -> list[Finding]:
                 [ck, r["taker_clock"]],
                 ctx.settings,
             )
+            skew_bound, skew_note = (None, "")
+            if ck == "wall" and r["taker_clock"] == "wall":
+                skew_bound, skew_note = handover_skew_note(
+                    r["pod"], r["taker_pod"], r["takeover_ms"], r["confirm_latency_ms"]
+                )
             message = (
                 f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
                 f"{format_duration(r['takeover_ms'])} after the lease expired, "
                 f"{format_duration(r['from_last_line_ms'])} after the last line seen, "
-                f"{'within' if within else 'over'} the {format_duration(slo)} takeover target.{caveat}"
+                f"{'within' if within else 'over'} the {format_duration(slo)} takeover target.{skew_note}{caveat}"
             )
             ids = (r["execution_id"], r["taker"])
             pods = tuple(dict.fromkeys([r["pod"], r["taker_pod"]]))
@@ -141,6 +152,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                     "fromLastLineMs": r["from_last_line_ms"],
                     "takeoverSloMs": slo,
                     "withinTarget": None if r["taker"] is None else r["from_last_line_ms"] <= slo,
+                    "skewBoundMs": skew_bound,
                     "leaseExpiredAt": None if r["valid_until"] is None else r["valid_until"].isoformat(),
                 },
             )
