@@ -73,3 +73,9 @@ def test_kinds_match_product_contract() -> None:
 def test_no_fixture_folder_without_a_check() -> None:
     codes = {m.CODE for m in REGISTRY}  # type: ignore[attr-defined]
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} <= codes
+
+
+def test_readme_lists_every_check() -> None:
+    readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text(encoding="utf-8")
+    for m in REGISTRY:
+        assert f"| {m.CODE} | {m.KIND} |" in readme, m.CODE  # type: ignore[attr-defined]
