@@ -29,6 +29,7 @@ __all__ = ["MAX_FINDINGS_LISTED", "MAX_TIMELINES", "embed_json", "write_report"]
 MAX_TIMELINES = 200  # detailed timelines drawn; other jobs with findings are listed, not drawn
 MAX_FINDINGS_LISTED = 3000  # findings written into the page; all of them are in --json
 MAX_MALFORMED_LISTED = 50
+EVIDENCE_SHOWN = 6
 TOP_JOBS = 15
 
 # no network at all: scripts and styles only inline, images only data: (plotly's modebar icons are inline SVG)
@@ -436,9 +437,16 @@ def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> st
     if f.start is not None:
         fmt = axis.when if axis is not None else iso
         span = f" · {e(fmt(f.start))}" + (f" → {e(fmt(f.end))}" if f.end and f.end != f.start else "")
-    ev = "".join(
+    items = [
         f"<li><code>{e(x.file)}:{x.line}</code>{' ' + e(x.note) if x.note else ''}</li>" for x in f.evidence
-    )
+    ]
+    # the lines that prove it, in view; a long tail of them folded away
+    ev = f'<ul class="ev mono">{"".join(items[:EVIDENCE_SHOWN])}</ul>'
+    if len(items) > EVIDENCE_SHOWN:
+        ev += (
+            f'<details class="ev"><summary>{len(items) - EVIDENCE_SHOWN} more evidence line(s)</summary>'
+            f'<ul class="ev mono">{"".join(items[EVIDENCE_SHOWN:])}</ul></details>'
+        )
     execs = ", ".join(e(x) for x in f.execution_ids)
     pods = ", ".join(e(p) for p in f.pods)
     return (
@@ -447,7 +455,7 @@ def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> st
         f" <b>{e(f.kind)}</b>{dur}{unc}{goto}</div>"
         f'<p class="msg">{e(f.message)}</p>'
         f'<div class="meta">executions: {execs or "—"} · pods: {pods or "—"}{span}{trig}</div>'
-        f'<details class="ev"><summary>evidence ({len(f.evidence)})</summary><ul class=mono>{ev}</ul></details>'
+        f"{ev}"
         "</li>"
     )
 
@@ -516,6 +524,7 @@ li.finding.selected{outline:2px solid #d4a72c;background:#fff8c5}
 .msg{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
 .meta{color:var(--dim);font-size:12px;overflow-wrap:anywhere}
 details.ev summary{cursor:pointer;color:var(--dim);font-size:12px}
+ul.ev{margin:2px 0;color:var(--dim)}
 a.goto{font-size:12px;margin-left:8px}
 article.job{border:1px solid var(--line);border-radius:6px;padding:4px 10px 8px;margin:14px 0}
 article.job.flash{outline:3px solid #d4a72c}
