@@ -62,7 +62,7 @@ _MARKERS: dict[str, tuple[str, str, str]] = {
 }
 
 MAX_FIELDS_CHARS = 1200  # raw fields shown in a hover; longer records are cut (file:line points to the rest)
-MAX_FINDING_ROWS = 8  # finding rows drawn above the lanes; more are still in the findings list
+MAX_FINDING_ROWS = 12  # finding rows drawn above the lanes; more are still in the findings list
 
 
 def esc(text: object) -> str:
@@ -523,7 +523,8 @@ def _panel_spec(
     ticktext = list(labels)
     if rows:
         tickvals.append(-1 - 0.3 * (rows - 1) / 2)
-        ticktext.append("<i>findings</i>")
+        dated = sum(1 for f in findings if f.start is not None)
+        ticktext.append("<i>findings</i>" + (f"<br><i>(first {rows} of {dated})</i>" if dated > rows else ""))
     layout: dict[str, Any] = {
         "barmode": "overlay",
         "height": 150 + 80 * n + 22 * rows,
