@@ -142,6 +142,18 @@ def test_renewals_are_coloured_by_outcome(tmp_path: Path) -> None:
         assert trace.marker.color == colour
 
 
+def test_routine_markers_are_thinned_but_failures_kept(tmp_path: Path) -> None:
+    renewals = [(0.5 + i * 0.05, "success") for i in range(5000)] + [(251.0, "rejected")]
+    jsonl(
+        tmp_path / "log.jsonl", _run("job-busy", "run-a", "pod-a", 0, 260, ttl_ms=10_000, renewals=renewals)
+    )
+    fig = timeline_figure(leaselog.analyze(tmp_path / "log.jsonl"), "job-busy")
+    by_name = {t.name: t for t in fig.data}
+    assert len(by_name["renewal: rejected"].x) == 1  # never thinned
+    assert 1000 < len(by_name["renewal: success"].x) < 2000
+    assert any("5,000 routine markers" in a["text"] for a in _layout(fig)["annotations"])
+
+
 def test_no_wall_clock_timeline_uses_a_numeric_axis() -> None:
     a = leaselog.analyze(SAMPLES / "article-demo", lease_ttl_ms="5s")
     job = a.executions["job_id"][0]

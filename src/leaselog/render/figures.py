@@ -62,6 +62,7 @@ _MARKERS: dict[str, tuple[str, str, str]] = {
 }
 
 MAX_FIELDS_CHARS = 1200  # raw fields shown in a hover; longer records are cut (file:line points to the rest)
+MAX_MARKERS = 2000  # event markers per timeline panel before routine ones are thinned
 MAX_FINDING_ROWS = 12  # finding rows drawn above the lanes; more are still in the findings list
 
 
@@ -478,7 +479,22 @@ def _panel_spec(
             }
         )
 
-    data.extend(_event_traces(events, lanes, axis, renewals))
+    notes: list[str] = []
+    data.extend(_event_traces(events, lanes, axis, renewals, notes))
+    annotations.extend(
+        {
+            "xref": "paper",
+            "yref": "paper",
+            "x": 1,
+            "y": 0,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "text": f"<i>{note}</i>",
+            "font": {"size": 10, "color": "#57606a"},
+        }
+        for note in notes
+    )
 
     # overlap shading, from the findings themselves so it agrees with the findings list
     finding_rows = [f for f in findings if f.start is not None][:MAX_FINDING_ROWS]
@@ -622,9 +638,17 @@ def _note(text: str) -> dict[str, Any]:
 
 
 def _event_traces(
-    events: pl.DataFrame, lanes: dict[str, int], axis: _Axis, renewals: pl.DataFrame | None
+    events: pl.DataFrame,
+    lanes: dict[str, int],
+    axis: _Axis,
+    renewals: pl.DataFrame | None,
+    notes: list[str],
 ) -> list[dict[str, Any]]:
-    """One marker trace per event kind (renewals: per outcome), hover with the raw fields and file:line."""
+    """One marker trace per event kind (renewals: per outcome), hover with the raw fields and file:line.
+
+    Past MAX_MARKERS, routine markers (in-time successful renewals, progress lines) are thinned evenly and
+    a note says so; every other event is kept, so failures and state changes never drop out of the picture.
+    """
     if events.height == 0:
         return []
     ev = events.filter(pl.col("execution_id").is_in(list(lanes)))
@@ -632,6 +656,26 @@ def _event_traces(
         ev = ev.join(renewals.select("seq", "late"), on="seq", how="left")
     else:
         ev = ev.with_columns(pl.lit(False).alias("late"))
+    if ev.height > MAX_MARKERS:
+        routine = (
+            (pl.col("event") == "lease_renewal")
+            & (pl.col("renewal_outcome") == "success")
+            & ~pl.col("late").fill_null(False)
+        ) | (pl.col("event") == "job_progress")
+        ev = ev.with_columns(routine.alias("_routine"))
+        n_routine = int(ev["_routine"].sum())
+        budget = max(MAX_MARKERS - (ev.height - n_routine), MAX_MARKERS // 10)
+        step = -(-n_routine // budget)
+        if step > 1:
+            ev = (
+                ev.with_columns(pl.int_range(pl.len()).over("_routine").alias("_i"))
+                .filter(~pl.col("_routine") | (pl.col("_i") % step == 0))
+                .drop("_i")
+            )
+            notes.append(
+                f"{n_routine:,} routine markers (successful renewals, progress) thinned to every {step}th"
+            )
+        ev = ev.drop("_routine")
     detail = pl.concat_str(
         [
             pl.when(pl.col(c).is_not_null()).then(pl.format(f"{c}=" + "{}", _esc_expr(pl.col(c))))
