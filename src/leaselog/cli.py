@@ -235,10 +235,13 @@ def reproduce_command(
     """Run a lease incident for real against Redis (worker pods are separate processes), then analyze
     what they logged, and hold the analysis against what the run measured itself (truth.json).
 
-    Scenarios: [bold]article[/bold] (the article's demo: no renewal, overlap, stale release),
-    [bold]renewal[/bold] (the proposed lifecycle, pod A paused with SIGSTOP past its lease: renewal
-    rejected, stop confirmed, stale write rejected by fencing), [bold]renewal-stall[/bold] (same, Redis stalled
-    with CLIENT PAUSE), [bold]crash[/bold] (pod A killed, B takes over the redelivered request).
+    [bold]article[/bold]: the article's demo: no renewal, overlap, lease outlived, stale release.
+
+    [bold]renewal[/bold]: the proposed lifecycle; pod A paused (SIGSTOP) past its lease: renewal rejected, stop confirmed, stale write rejected by fencing.
+
+    [bold]renewal-stall[/bold]: the same lifecycle; Redis stalled (CLIENT PAUSE): renewal times out, A stops in time.
+
+    [bold]crash[/bold]: pod A killed (SIGKILL) mid-job; B takes over the redelivered request after A's lease expires.
 
     [bold]Examples[/bold]
 
@@ -248,8 +251,7 @@ def reproduce_command(
 
       leaselog reproduce crash --redis redis://127.0.0.1:6379/0 --out runs/crash
 
-    Exit code: 0 when the analysis agrees with the ground truth, 1 when it does not, 2 when the scenario
-    could not run (no redis-server, unreachable server, bad options).
+    Exit code: 0 when the analysis agrees with the ground truth, 1 when it does not, 2 when the scenario could not run (no redis-server, unreachable server, bad options).
     """
     from rich.table import Table
 

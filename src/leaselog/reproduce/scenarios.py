@@ -333,6 +333,10 @@ def _renewal_stall(h: _Harness) -> dict[str, Any]:
     h.wait_signal("renewed:A:2")
     # the next run of the schedule falls due when the stall ends
     h.schedule(time.time_ns() // 1_000_000 + o.stall)
+    if not h.target.throwaway:
+        h.progress(
+            f"warning: CLIENT PAUSE stalls every client of {h.target.url} for {o.stall}ms, not just ours"
+        )
     stall_start = mono_ms()
     h.client.client_pause(o.stall, all=True)
     h.progress(f"CLIENT PAUSE {o.stall} ALL: Redis stalls every client")

@@ -2,9 +2,9 @@
 
 It takes a job from a real trigger (a Redis Stream consumer group, a redelivery claimed with XAUTOCLAIM, or
 a Redis-backed scheduler), takes the job's lock, works, and writes what it did as JSONL in the article's
-flat shape (`ts` wall clock, `elapsedMs` from a monotonic clock, canonical event names). Next to the log it
-appends the same moments with the host's CLOCK_MONOTONIC to a `.truth.jsonl` file: the scenario's ground
-truth comes from there, not from the log leaselog analyzes.
+flat shape (`ts` wall clock, `elapsedMs` from a monotonic clock, canonical event names). It also appends
+the same moments with the host's CLOCK_MONOTONIC to a `--truth` file (in the scenario's scratch folder):
+the scenario's ground truth comes from there, not from the log leaselog analyzes.
 
 Two lifecycles:
 - naive (the article's demo): acquire with a TTL, no renewal, keep working past expiry, owner-checked release.
@@ -210,6 +210,7 @@ class Worker:
         self.uncertain = False
         self._state = threading.Lock()
         self.renewals_done = threading.Event()
+        self.renewed = 0  # confirmed renewals, only touched by the renewal thread
         self.renewer: threading.Thread | None = None
         self.renew = self.r.register_script(RENEW_LUA)
         self.release = self.r.register_script(RELEASE_LUA)
@@ -371,7 +372,8 @@ class Worker:
                     # redelivered only after we stop renewing (SQS-style visibility)
                     with contextlib.suppress(redis.RedisError):
                         self.r.xclaim(self.k["stream"], GROUP, a.pod, 0, [self.entry_id], justid=True)
-                self.mark(f"renewed:{a.role}:{self._count_renewal()}")
+                self.renewed += 1
+                self.mark(f"renewed:{a.role}:{self.renewed}")
             else:
                 self.uncertain = True
                 if outcome == "rejected":
@@ -383,12 +385,6 @@ class Worker:
             if stopping:
                 return
             next_due = sent + a.renewal_ms
-
-    _renewed = 0
-
-    def _count_renewal(self) -> int:
-        self._renewed += 1
-        return self._renewed
 
     def checkpoint(self) -> bool:
         """Before each bounded unit of work: False when this execution must stop."""
