@@ -253,17 +253,60 @@ class FieldMapper:
         # group name -> canonical field (named groups use canonical names or any alias without dots)
         self._group_field = {a: canon for canon, keys in self.aliases.items() for a in keys}
         self._group_field.update({c: c for c in self.aliases})
+        # source key -> [(canonical field, precedence)]: a record is walked by its own (few) keys
+        # instead of probing every alias of every field
+        self._key_index: dict[str, list[tuple[str, int]]] = {}
+        for canon, keys in self.aliases.items():
+            for i, k in enumerate(keys):
+                self._key_index.setdefault(k, []).append((canon, i))
+        self._alias_count = len(self._key_index)
+        self._needles = (
+            None
+            if self.rules
+            else tuple(dict.fromkeys(n.split(".", 1)[0].encode() for n in self.aliases["job_id"]))
+        )
+        self._event_cache: dict[str, tuple[str, dict[str, str]] | None] = {}
 
     @property
     def needles(self) -> tuple[bytes, ...] | None:
         """Byte strings one of which every lease-event line must contain (a cheap prefilter), or None.
 
         A dotted name (`job.id`) is looked for by its first part: nested JSON writes `"job":{"id":..}`,
-        and the last part (`id`) would match nearly every line.
+        and the last part (`id`) would match nearly every line. Computed once: the reader asks per line.
         """
-        if self.rules:
-            return None
-        return tuple(dict.fromkeys(n.split(".", 1)[0].encode() for n in self.aliases["job_id"]))
+        return self._needles
+
+    def _fields(self, rec: Mapping[str, Any]) -> dict[str, str | None]:
+        """Canonical field -> raw string, each from the highest-precedence key present and non-empty."""
+        if len(rec) > self._alias_count:  # a record with more keys than there are aliases: probe aliases
+            row: dict[str, str | None] = {}
+            for canonical, keys in self.aliases.items():
+                for k in keys:
+                    v = rec.get(k)
+                    if v is not None and v != "":
+                        row[canonical] = _to_str(v)
+                        break
+            return row
+        best: dict[str, tuple[int, Any]] = {}
+        index = self._key_index
+        for k, v in rec.items():
+            hits = index.get(k)
+            if hits is None or v is None or (v.__class__ is str and not v):
+                continue
+            for canon, prio in hits:
+                got = best.get(canon)
+                if got is None or prio < got[0]:
+                    best[canon] = (prio, v)
+        return {c: _to_str(v) for c, (_, v) in best.items()}
+
+    def _event_alias(self, name: str) -> tuple[str, dict[str, str]] | None:
+        try:
+            return self._event_cache[name]
+        except KeyError:
+            hit = self.event_aliases.get(normalise_event_name(name))
+            if len(self._event_cache) < 10_000:  # bounded: event names are few, garbage is not
+                self._event_cache[name] = hit
+            return hit
 
     def extract(self, rec: Mapping[str, Any]) -> tuple[str, dict[str, str | None]] | str | None:
         """Map one flattened record.
@@ -271,18 +314,14 @@ class FieldMapper:
         Returns (canonical event, raw canonical fields), or a string naming an event it does not know
         (an unmapped event name, so a user can map it), or None for a line unrelated to leases.
         """
-        row: dict[str, str | None] = {}
-        for canonical, keys in self.aliases.items():
-            for k in keys:
-                v = rec.get(k)
-                if v is not None and v != "":
-                    row[canonical] = _to_str(v)
-                    break
+        row = self._fields(rec)
+        if "job_id" not in row and not self.rules:
+            return None  # no job: unrelated to leases, whatever else it says
         event_name = row.get("event")
         implied: dict[str, str] = {}
         canonical_event: str | None = None
         if event_name is not None:
-            hit = self.event_aliases.get(normalise_event_name(event_name))
+            hit = self._event_alias(event_name)
             if hit is not None:
                 canonical_event, implied = hit
         elif self.message_events:
