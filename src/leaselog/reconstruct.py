@@ -37,6 +37,29 @@ def job_type(job_id: pl.Expr) -> pl.Expr:
     return pl.when(stripped.str.len_chars() > 0).then(stripped).otherwise(job_id)
 
 
+def _run_start(keys: list[str]) -> pl.Expr:
+    """True on the first row of each run of equal keys, in a frame sorted by those keys.
+
+    With a sort by (keys, seq), `shift`/`cum_sum` "within an execution" become plain column operations:
+    polars' `.over(keys)` is slow with one group per execution (hundreds of thousands at fleet scale).
+    """
+    start = pl.lit(False)
+    for k in keys:
+        start = start | (pl.col(k) != pl.col(k).shift(1)).fill_null(True)
+    return start
+
+
+def _shift_within(col: str, start: pl.Expr) -> pl.Expr:
+    """`pl.col(col).shift(1).over(keys)` for a frame sorted by (keys, order); `start` from `_run_start`."""
+    return pl.when(~start).then(pl.col(col).shift(1))
+
+
+def _cum_sum_within(x: pl.Expr, start: pl.Expr) -> pl.Expr:
+    """`x.cum_sum().over(keys)` for a frame sorted by (keys, order); `start` from `_run_start`."""
+    total = x.cum_sum()
+    return total - pl.when(start).then(total - x).forward_fill()
+
+
 def _first(event: str, col: str = "t") -> pl.Expr:
     return pl.col(col).filter(pl.col("event") == event).first()
 
@@ -47,8 +70,13 @@ def _last(event: str, col: str = "t") -> pl.Expr:
 
 def renewals(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """One row per renewal with outcome, latency and whether it came too late to count."""
-    r = events.filter(pl.col("event") == "lease_renewal").select(
-        *EXEC_KEYS, "pod", "t", "seq", "renewal_outcome", "latency_ms", "file", "line", "clock"
+    # select before filter: the events frame is wide (raw `fields`), only these columns are needed
+    r = (
+        events.select(
+            *EXEC_KEYS, "pod", "t", "seq", "renewal_outcome", "latency_ms", "file", "line", "clock", "event"
+        )
+        .filter(pl.col("event") == "lease_renewal")
+        .drop("event")
     )
     r = r.join(leases.select(*EXEC_KEYS, "ttl_ms"), on=EXEC_KEYS, how="left")
     # the deadline a renewal must beat: previous confirmed point + TTL (acquire for the first one)
@@ -78,18 +106,21 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     )
     # spacing of renewal attempts (any outcome), the first measured from the acquire: what a renewal-gap
     # or pause finding measures. `prev_*` locate the line that opened the gap.
-    acq = events.filter(pl.col("event") == "lock_acquired").select(
-        *EXEC_KEYS, "t", "seq", "file", "line", pl.lit("lock_acquired").alias("kind")
+    acq = (
+        events.select(*EXEC_KEYS, "t", "seq", "file", "line", "event")
+        .filter(pl.col("event") == "lock_acquired")
+        .select(*EXEC_KEYS, "t", "seq", "file", "line", pl.lit("lock_acquired").alias("kind"))
     )
     attempts = pl.concat(
         [acq, r.select(*EXEC_KEYS, "t", "seq", "file", "line", pl.lit("lease_renewal").alias("kind"))],
         how="vertical_relaxed",
-    ).sort("seq")
+    ).sort([*EXEC_KEYS, "seq"])
+    start = _run_start(EXEC_KEYS)
     attempts = attempts.with_columns(
-        pl.col("t").shift(1).over(EXEC_KEYS).alias("prev_t"),
-        pl.col("file").shift(1).over(EXEC_KEYS).alias("prev_file"),
-        pl.col("line").shift(1).over(EXEC_KEYS).alias("prev_line"),
-        pl.col("kind").shift(1).over(EXEC_KEYS).alias("prev_kind"),
+        _shift_within("t", start).alias("prev_t"),
+        _shift_within("file", start).alias("prev_file"),
+        _shift_within("line", start).alias("prev_line"),
+        _shift_within("kind", start).alias("prev_kind"),
     ).filter(pl.col("kind") == "lease_renewal")
     return r.join(
         attempts.select("seq", "prev_t", "prev_file", "prev_line", "prev_kind"), on="seq", how="left"
@@ -107,12 +138,15 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """
     ttl = leases.select(*EXEC_KEYS, "ttl_ms")
     pts = (
-        events.filter((pl.col("event") == "lock_acquired") | (pl.col("event") == "lease_renewal"))
+        events.select(*EXEC_KEYS, "t", "seq", "event", "renewal_outcome", "line", "latency_ms")
+        .filter((pl.col("event") == "lock_acquired") | (pl.col("event") == "lease_renewal"))
         .join(ttl, on=EXEC_KEYS, how="inner")
-        .sort("seq")
+        .sort([*EXEC_KEYS, "seq"])
         .with_columns(
-            pl.col("t").shift(1).over(EXEC_KEYS).alias("prev_t"),
-            (pl.col("event") == "lock_acquired").cum_sum().over(EXEC_KEYS).alias("n_acq"),
+            _shift_within("t", _run_start(EXEC_KEYS)).alias("prev_t"),
+            _cum_sum_within((pl.col("event") == "lock_acquired").cast(pl.Int64), _run_start(EXEC_KEYS)).alias(
+                "n_acq"
+            ),
         )
         .filter(pl.col("n_acq") >= 1)
     )
@@ -123,13 +157,44 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     # a break is any renewal that failed or came late; everything from the first break on is dropped.
     # (A renewal after a failed one is measured from the previous *confirmed* point, which is earlier
     # still, so it cannot be in time if the failed one was not; using prev_t is a safe simplification.)
-    pts = pts.with_columns((~ok).cast(pl.Int32).cum_sum().over(EXEC_KEYS).alias("breaks"))
-    return pts.filter(pl.col("breaks") == 0).select(*EXEC_KEYS, "t", "seq", "event", "line", "latency_ms")
+    # (still sorted by keys and seq after the filter; run starts are recomputed on what is left)
+    pts = pts.with_columns(_cum_sum_within((~ok).cast(pl.Int32), _run_start(EXEC_KEYS)).alias("breaks"))
+    return (
+        pts.filter(pl.col("breaks") == 0)
+        .select(*EXEC_KEYS, "t", "seq", "event", "line", "latency_ms")
+        .sort("seq")
+    )
+
+
+def elapsed_bounds(events: pl.DataFrame) -> pl.DataFrame:
+    """elapsedMs at each execution's start, acquire and end, for executions without a wall clock.
+
+    Without a wall clock, durations *within* one pod come from its own monotonic clock, not from the
+    pseudo timeline (which line order can stretch). One row per execution; nulls where not logged.
+    """
+    terminal = pl.col("event").is_in(["job_finished", "job_stopped"])
+    return (
+        events.filter(pl.col("clock") != "wall")
+        .sort("seq")
+        .group_by(EXEC_KEYS)
+        .agg(
+            pl.coalesce(
+                _first("job_started", "elapsed_ms"),
+                _first("lock_acquired", "elapsed_ms"),
+                pl.col("elapsed_ms").drop_nulls().first(),
+            ).alias("start_elapsed_ms"),
+            _first("lock_acquired", "elapsed_ms").alias("acquired_elapsed_ms"),
+            pl.coalesce(
+                pl.col("elapsed_ms").filter(terminal).first(), pl.col("elapsed_ms").drop_nulls().last()
+            ).alias("end_elapsed_ms"),
+        )
+    )
 
 
 def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Return (executions, leases, renewals)."""
-    ev = events.sort("seq")
+    # build_events already orders by seq; re-sorting the wide frame costs more than everything else here
+    ev = events if events["seq"].is_sorted() else events.sort("seq")
     default_ttl = settings.lease_ttl_ms
     terminal = pl.col("event").is_in(["job_finished", "job_stopped"])
     ex = ev.group_by(EXEC_KEYS, maintain_order=True).agg(
@@ -205,23 +270,34 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         pl.col("file").last().alias("last_file"),
         pl.len().alias("n_events"),
     )
-    ex = ex.with_columns(
-        job_type(pl.col("job_id")).alias("job_type"),
-        # executions can only be compared in time on one timeline: the shared wall clock, or (logs
-        # without one) the pseudo timeline of their own file
-        pl.when(pl.col("clock") == "wall").then(pl.lit("wall")).otherwise(pl.col("file")).alias("timeline"),
-        pl.coalesce("lease_ms", pl.lit(default_ttl).cast(pl.Int64)).alias("ttl_ms"),
-        pl.coalesce("started_at", "acquired_at", "first_seen").alias("start"),
-        pl.when(pl.col("ended_at").is_not_null())
-        .then(pl.col("end_event").str.replace("job_", ""))
-        .when(pl.col("released_at").is_not_null())
-        .then(pl.lit("released"))
-        .otherwise(pl.lit("open"))
-        .alias("end_kind"),
-        # last line of the execution, wherever it stands: the moment it is last known to be alive
-        pl.coalesce("ended_at", "last_seen").alias("end"),
-    ).with_columns(
-        (pl.col("end") - pl.col("start")).dt.total_microseconds().truediv(1000).alias("runtime_ms"),
+    ex = (
+        ex.with_columns(
+            job_type(pl.col("job_id")).alias("job_type"),
+            # executions can only be compared in time on one timeline: the shared wall clock, or (logs
+            # without one) the pseudo timeline of their own file
+            pl.when(pl.col("clock") == "wall")
+            .then(pl.lit("wall"))
+            .otherwise(pl.col("file"))
+            .alias("timeline"),
+            pl.coalesce("lease_ms", pl.lit(default_ttl).cast(pl.Int64)).alias("ttl_ms"),
+            pl.coalesce("started_at", "acquired_at", "first_seen").alias("start"),
+            pl.when(pl.col("ended_at").is_not_null())
+            .then(pl.col("end_event").str.replace("job_", ""))
+            .when(pl.col("released_at").is_not_null())
+            .then(pl.lit("released"))
+            .otherwise(pl.lit("open"))
+            .alias("end_kind"),
+            # last line of the execution, wherever it stands: the moment it is last known to be alive
+            pl.coalesce("ended_at", "last_seen").alias("end"),
+        )
+        .join(elapsed_bounds(ev), on=EXEC_KEYS, how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("start_elapsed_ms").is_not_null() & pl.col("end_elapsed_ms").is_not_null())
+            .then(pl.col("end_elapsed_ms") - pl.col("start_elapsed_ms"))
+            .otherwise((pl.col("end") - pl.col("start")).dt.total_microseconds().truediv(1000))
+            .alias("runtime_ms"),
+        )
+        .drop("start_elapsed_ms", "acquired_elapsed_ms", "end_elapsed_ms")
     )
 
     acquired = ex.filter(pl.col("acquired_at").is_not_null())
@@ -276,6 +352,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason", "last_confirmed_at"),
         on=EXEC_KEYS,
         how="left",
+        maintain_order="left",
     )
     ex = ex.rename({"end_reason": "lease_end"})
     rn = renewals(ev, leases_base)
@@ -286,7 +363,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         .agg(pl.col("t").min().alias("_late_at"), pl.col("line").sort_by("t").first().alias("_late_line"))
     )
     ex = (
-        ex.join(late, on=EXEC_KEYS, how="left")
+        ex.join(late, on=EXEC_KEYS, how="left", maintain_order="left")
         .with_columns(
             pl.min_horizontal("_doubt_at", "_late_at").alias("ownership_uncertain_at"),
             pl.when(

@@ -15,18 +15,32 @@ import polars as pl
 from leaselog.checks.base import CheckContext, ev, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
+from leaselog.reconstruct import elapsed_bounds
 
 CODE = "LL102"
 KIND = "lease_outlived"
 SEVERITY = "error"
 
 
-def zombies(executions: pl.DataFrame) -> pl.DataFrame:
+def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Executions whose last moment alive lies after their lease's expiry (not after a release)."""
     return (
         executions.filter(pl.col("expires_at").is_not_null() & (pl.col("lease_end") == "expired"))
+        .join(elapsed_bounds(events), on=["job_id", "execution_id"], how="left")
         .with_columns(
-            ((pl.col("end") - pl.col("expires_at")).dt.total_microseconds() / 1000).alias("zombie_ms")
+            # without a wall clock, measure on the pod's own elapsedMs: end - acquire - lease length
+            pl.when(
+                (pl.col("clock") != "wall")
+                & pl.col("end_elapsed_ms").is_not_null()
+                & pl.col("acquired_elapsed_ms").is_not_null()
+            )
+            .then(
+                pl.col("end_elapsed_ms")
+                - pl.col("acquired_elapsed_ms")
+                - (pl.col("expires_at") - pl.col("acquired_at")).dt.total_microseconds() / 1000
+            )
+            .otherwise((pl.col("end") - pl.col("expires_at")).dt.total_microseconds() / 1000)
+            .alias("zombie_ms")
         )
         .filter(pl.col("zombie_ms") > 0)
         .sort("job_id", "expires_at")
@@ -34,7 +48,7 @@ def zombies(executions: pl.DataFrame) -> pl.DataFrame:
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    z = zombies(ctx.executions)
+    z = zombies(ctx.executions, ctx.events)
     if z.height == 0:
         return []
     # who took the key over while the zombie ran (first other acquisition after the expiry)

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, ms_expr, nice_ceil_ms
+from leaselog.checks.base import CheckContext, ev, nice_ceil_ms
+from leaselog.checks.ll102_lease_outlived import zombies
 from leaselog.checks.ll204_stop_delayed import stop_delays
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
@@ -53,12 +54,12 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
     """One row per (job type, TTL): runtime, renewal and stop figures, and whether to speak up."""
     keys = ["job_type", "ttl_ms"]
     # only executions that held a lease say anything about lease settings
-    ex = ctx.executions.filter(
-        pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null()
-    ).with_columns(
-        ((pl.col("lease_end") == "expired") & (ms_expr("expires_at", "end") > 0))
-        .fill_null(False)
-        .alias("outlived")
+    # outlived: the same measure as lease_outlived (LL102)
+    zombie_keys = zombies(ctx.executions, ctx.events).select(*EXEC_KEYS, pl.lit(True).alias("outlived"))
+    ex = (
+        ctx.executions.filter(pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null())
+        .join(zombie_keys, on=EXEC_KEYS, how="left")
+        .with_columns(pl.col("outlived").fill_null(False))
     )
     if ex.height == 0:
         return pl.DataFrame()
