@@ -154,6 +154,19 @@ def test_routine_markers_are_thinned_but_failures_kept(tmp_path: Path) -> None:
     assert any("5,000 routine markers" in a["text"] for a in _layout(fig)["annotations"])
 
 
+def test_lanes_are_capped_keeping_the_executions_findings_name(tmp_path: Path) -> None:
+    rows = [r for i in range(60) for r in _run("nightly", f"run-{i:02d}", "pod-a", i * 10, i * 10 + 5)]
+    rows += _run("nightly", "run-late", "pod-b", 700, 720, ttl_ms=3000)  # the one that outlives its lease
+    jsonl(tmp_path / "log.jsonl", rows)
+    a = leaselog.analyze(tmp_path / "log.jsonl")
+    named = {x for f in a.finding_list if f.job_id == "nightly" for x in f.execution_ids}
+    assert "run-late" in named
+    layout = _layout(timeline_figure(a, "nightly"))
+    assert len(layout["yaxis"]["ticktext"]) <= 41  # 40 lanes (+ the findings row)
+    assert "pod-b · run-late" in layout["yaxis"]["ticktext"]
+    assert "showing 40 of 61 executions" in layout["title"]["text"]
+
+
 def test_no_wall_clock_timeline_uses_a_numeric_axis() -> None:
     a = leaselog.analyze(SAMPLES / "article-demo", lease_ttl_ms="5s")
     job = a.executions["job_id"][0]

@@ -21,7 +21,7 @@ import polars as pl
 
 from leaselog.durations import format_duration
 from leaselog.events import PSEUDO_EPOCH
-from leaselog.findings import Finding
+from leaselog.findings import SEVERITY_RANK, Finding
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -62,6 +62,7 @@ _MARKERS: dict[str, tuple[str, str, str]] = {
 }
 
 MAX_FIELDS_CHARS = 1200  # raw fields shown in a hover; longer records are cut (file:line points to the rest)
+MAX_LANES = 40  # executions drawn as lanes in one timeline
 MAX_MARKERS = 2000  # event markers per timeline panel before routine ones are thinned
 MAX_FINDING_ROWS = 12  # finding rows drawn above the lanes; more are still in the findings list
 
@@ -153,6 +154,27 @@ def timeline_spec(
                 "meta": {"jobId": job_id, "lanes": [[], []], "findings": [None] * len(findings)},
             },
         }
+    if ex.height > MAX_LANES:
+        # a job run thousands of times (a nightly schedule over a year) would need a lane each: keep the
+        # executions the findings name, then the earliest others, and say how many are left out
+        rank: dict[str, int] = {}
+        for f in findings:
+            for x in f.execution_ids:
+                rank[x] = min(rank.get(x, 3), SEVERITY_RANK[f.severity])
+        total = ex.height
+        ex = (
+            ex.with_columns(
+                pl.col("execution_id").replace_strict(rank, default=3, return_dtype=pl.Int64).alias("_rank")
+            )
+            .sort("_rank", maintain_order=True)
+            .head(MAX_LANES)
+            .drop("_rank")
+            .sort("start", "first_seq", nulls_last=True)
+        )
+        title_text += (
+            f"  <span style='font-size:11px;color:#57606a'>(showing {MAX_LANES} of {total:,} executions:"
+            " those named in the most severe findings first)</span>"
+        )
     groups = [
         g for g in (ex.filter(pl.col("clock") == "wall"), ex.filter(pl.col("clock") != "wall")) if g.height
     ]
