@@ -199,9 +199,9 @@ def test_cli_reproduce_with_a_throwaway_server(tmp_path: Path, capsys: pytest.Ca
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (Debian package `redis-server`)")
     out = tmp_path / "run"
-    code = main(
-        ["reproduce", "article", "--lease", "1s", "--out", str(out), "--json", str(tmp_path / "f.json")]
-    )
+    html = tmp_path / "report.html"
+    args = ["--lease", "1s", "--out", str(out), "--json", str(tmp_path / "f.json"), "--html", str(html)]
+    code = main(["reproduce", "article", *args])
     text = capsys.readouterr().out
     assert code == 0, text
     assert "Ground truth" in text and "DIFFERS" not in text
@@ -210,6 +210,7 @@ def test_cli_reproduce_with_a_throwaway_server(tmp_path: Path, capsys: pytest.Ca
     assert {"overlapping_executions", "lease_outlived", "stale_release"} <= kinds
     truth = json.loads((out / "truth.json").read_text())
     assert truth["redis"]["throwaway"] is True and truth["scenario"] == "article"
+    assert truth["job"] in html.read_text(encoding="utf-8")  # the HTML report of the same analysis
     # truth.json is one line, so analyzing the whole folder counts it as ignored, never malformed
     again = leaselog.analyze(out)
     assert again.line_totals()["malformed"] == 0
