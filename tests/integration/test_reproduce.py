@@ -232,6 +232,12 @@ def test_options_that_cannot_renew_in_time_are_refused(tmp_path: Path) -> None:
         run_scenario("renewal", ReproduceOptions(lease_ms=1000, renewal_ms=1000), out=tmp_path)
 
 
+def test_a_stall_too_short_to_time_out_a_renewal_is_refused(redis_url: str, tmp_path: Path) -> None:
+    short = ReproduceOptions(lease_ms=2000, renewal_ms=400, stall_ms=300)
+    with pytest.raises(ReproduceError, match="must cover a renewal interval"):
+        run_scenario("renewal-stall", short, redis_url=redis_url, out=tmp_path)
+
+
 def test_cli_unknown_scenario_is_a_usage_error() -> None:
     assert main(["reproduce", "no-such-scenario"]) == 2
 

@@ -326,6 +326,11 @@ def _renewal_pause(h: _Harness) -> dict[str, Any]:
 def _renewal_stall(h: _Harness) -> dict[str, Any]:
     """The safe lifecycle; Redis itself stalls (CLIENT PAUSE ALL) while A holds the lease."""
     o = h.options
+    if o.stall < o.renewal_ms + o.op_timeout:
+        # a shorter stall could fall between two renewals and time nothing out
+        raise ReproduceError(
+            f"--stall {o.stall}ms must cover a renewal interval plus its timeout ({o.renewal_ms + o.op_timeout}ms)"
+        )
     entry = h.publish_request()
     h.spawn("A", "stream", "--renew", "--fenced", "--units", str(o.max_runtime_ms // o.unit_ms))
     h.wait_signal("started:A")
