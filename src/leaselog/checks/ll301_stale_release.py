@@ -67,11 +67,18 @@ def check(ctx: CheckContext) -> list[Finding]:
             ids += (r["holder"],)
             pods = tuple(dict.fromkeys([*pods, r["holder_pod"]]))
             evidence += ev(r["holder_file"], r["holder_line"], "current owner acquired")
+        elif r.get("expires_at") is not None and r["expires_at"] > r["t"]:
+            # by the log the lease was still valid: the key vanished (failover, eviction, manual delete)
+            message = (
+                f"{base}, although by its log its lease was valid until {when(r['expires_at'], ck)}: the key was "
+                "gone or held by an owner not in these logs (a failover that lost it, an eviction, a manual "
+                "delete). Whatever ran after that point ran without the lock."
+            )
         else:
             expiry = f" at {when(r['expires_at'], ck)}" if r.get("expires_at") is not None else ""
             message = (
-                f"{base}: its lease had already expired{expiry} and no other owner is in the logs. "
-                "The work before this release ran without the lock."
+                f"{base}: its lease had already expired{expiry} and no other execution in these logs held the "
+                "key at that moment. The work before this release ran without the lock."
             )
         out.append(
             Finding(
