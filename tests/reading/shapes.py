@@ -351,6 +351,25 @@ def logfmt(row: Row, pod: str, job: str) -> list[str]:
     return [" ".join(parts)]
 
 
+def loki_export(pods: dict[str, list[Row]], job: str) -> list[str]:
+    """`logcli query --output=jsonl '{app="report-worker"}'`: both pods in one file, newest first
+    (logcli's default direction is backward); the line is the app's JSON, the pod a label."""
+    rows = [(r, pod) for pod, rs in pods.items() for r in rs]
+    rows.sort(key=lambda rp: (_t(rp[0]), rp[1]), reverse=True)
+    out = []
+    for row, pod in rows:
+        labels = {"app": "report-worker", "container": "report-worker", "namespace": "reports", "pod": pod}
+        line = _dumps(_flat_app(row, pod, job, with_pod=False))
+        out.append(
+            json.dumps(
+                {"labels": labels, "line": line, "timestamp": _iso(_t(row), 9)},
+                separators=(",", ":"),
+                sort_keys=True,
+            )
+        )
+    return out
+
+
 # shape -> (encoder per row, or a batch encoder; file suffix; pod names as files)
 SHAPES: dict[str, tuple[Encoder | None, str]] = {
     "ecs-3.4": (ecs_34, ".json"),
@@ -367,6 +386,7 @@ SHAPES: dict[str, tuple[Encoder | None, str]] = {
     "fluentbit-key": (fluentbit_key, ".jsonl"),
     "fluentbit-log": (fluentbit_log, ".jsonl"),
     "logfmt": (logfmt, ".logfmt"),
+    "loki": (None, ".jsonl"),
 }
 
 # the format each shape's files must be detected as
@@ -385,6 +405,7 @@ DETECTED = {
     "fluentbit-key": "fluentbit",
     "fluentbit-log": "fluentbit",
     "logfmt": "logfmt",
+    "loki": "loki",
 }
 
 
@@ -392,6 +413,8 @@ def render_shape(shape: str) -> dict[str, str]:
     """file name -> content, for one shape."""
     encoder, suffix = SHAPES[shape]
     job = f"report-42-{shape}"
+    if shape == "loki":
+        return {f"report-worker{suffix}": "".join(f"{x}\n" for x in loki_export(story(), job))}
     files = {}
     for pod, rows in story().items():
         lines = (

@@ -493,3 +493,30 @@ def test_unknown_forced_format_is_a_clear_error() -> None:
 def test_events_frame_schema_is_unchanged_by_shapes(tmp_path: Path) -> None:
     a = read(tmp_path, "w.jsonl", [dumps({"ts": "2025-06-12T09:14:03Z", **JOB})])
     assert a.events.schema["t"] == pl.Datetime("us", "UTC")
+
+
+def test_loki_logcli_jsonl(tmp_path: Path) -> None:
+    app = {"jobId": "j1", "executionId": "e1", "event": "job_started"}
+    lines = [
+        dumps(
+            {
+                "labels": {"pod": "pod-l", "namespace": "ns"},
+                "line": dumps(app),
+                "timestamp": "2025-06-12T11:14:03.5+02:00",
+            }
+        ),
+        dumps(
+            {"line": dumps({**app, "executionId": "e2"}), "timestamp": "2025-06-12T09:14:04Z"}
+        ),  # --no-labels
+        dumps({"labels": {"pod": "pod-l"}, "line": "plain text", "timestamp": "2025-06-12T09:14:05Z"}),
+    ]
+    a = read(tmp_path, "export.jsonl", lines)
+    assert a.input_reports[0].format == "loki"
+    ev = a.events.sort("execution_id")
+    assert ev["pod"].to_list() == ["pod-l", "export"]  # the label, else the file name
+    assert [t.isoformat() for t in ev["t"]] == [
+        "2025-06-12T09:14:03.500000+00:00",
+        "2025-06-12T09:14:04+00:00",
+    ]
+    assert detect_format([lines[0].encode()]) == "loki"
+    assert detect_format([dumps({"line": "x", "timestamp": 1, "other": 2}).encode()]) == "flat"

@@ -30,7 +30,8 @@ def _summary(a: leaselog.Analysis, suffix: str = "") -> list[tuple[Any, ...]]:
                 job,
                 d["durationMs"],
                 tuple(d["executionIds"]),
-                tuple(d["pods"]),
+                # as a set: lease_settings lists pods in input order (a newest-first Loki export flips it)
+                tuple(sorted(d["pods"])),
                 d["certainty"],
                 d["start"],
                 d["end"],

@@ -112,6 +112,15 @@ FORMATS: dict[str, Format] = {
             join=containers.join_docker,
         ),
         Format(
+            "loki",
+            'Grafana Loki `logcli query --output=jsonl`: {"labels", "line", "timestamp"}',
+            containers.parse_loki,
+            containers.sniff_loki,
+            True,
+            maps="`line` read again in any shape; labels -> loki.*, label pod -> kubernetes.pod_name; "
+            "timestamp -> wrapper.time (time fallback); newest-first output is fine (order comes from time)",
+        ),
+        Format(
             "gelf",
             "GELF 1.1 (Spring Boot `gelf`): `version` 1.1, `short_message`, epoch-seconds `timestamp`",
             json_shapes.parse_gelf,
@@ -176,6 +185,7 @@ DETECTION_ORDER: list[str] = [
     "otlp",
     "fluentbit",
     "docker",
+    "loki",
     "gelf",
     "logstash",
     "ecs",

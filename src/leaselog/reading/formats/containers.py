@@ -222,6 +222,37 @@ def _flush_cri(head: bytes, parts: list[bytes]) -> Iterator[bytes]:
         yield b""
 
 
+# ---------------------------------------------------------------- Grafana Loki `logcli query --output=jsonl`
+
+_LOKI_KEYS = frozenset({"labels", "line", "timestamp"})
+
+
+def is_loki(obj: dict[str, Any]) -> bool:
+    """logcli writes exactly {"labels": {..}, "line": "..", "timestamp": ".."} (labels optional)."""
+    return isinstance(obj.get("line"), str) and "timestamp" in obj and obj.keys() <= _LOKI_KEYS
+
+
+def sniff_loki(line: bytes, obj: Obj) -> bool:
+    return obj is not None and is_loki(obj)
+
+
+def parse_loki(line: bytes) -> list[Record]:
+    obj = load_object(line)
+    text = obj.get("line")
+    if not isinstance(text, str):
+        raise Malformed("logcli line without a `line` string")
+    extra: dict[str, Any] = {WRAPPER_TIME: obj.get("timestamp")}
+    labels = obj.get("labels")
+    if isinstance(labels, dict):
+        for k, v in labels.items():
+            extra[f"loki.{k}"] = v
+        # the Kubernetes service-discovery label is the pod, as good as Fluent Bit's
+        pod = labels.get("pod") or labels.get("pod_name")
+        if isinstance(pod, str) and pod:
+            extra["kubernetes.pod_name"] = pod
+    return _with_wrapper(app_records(text, "loki"), extra)
+
+
 # ---------------------------------------------------------------- Fluent Bit kubernetes filter
 
 _ENVELOPE = frozenset(
