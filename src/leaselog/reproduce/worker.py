@@ -231,13 +231,6 @@ class Worker:
         except redis.RedisError:
             pass  # a marker is for the scenario's timing; never let it change the worker's behaviour
 
-    def wait_marker(self, name: str) -> None:
-        end = time.monotonic() + COORDINATION_TIMEOUT_S
-        while not self.coord.exists(marker(self.a.prefix, name)):
-            if time.monotonic() > end:
-                raise SystemExit(f"{self.a.pod}: coordination timed out waiting for {name}")
-            time.sleep(POLL_S)
-
     # -- trigger ------------------------------------------------------------------------------------
     def take_trigger(self) -> None:
         a = self.a
@@ -436,7 +429,10 @@ class Worker:
                 outcome = self.completion()
             if self.stop_requested.is_set():
                 self.log.emit(
-                    "job_stopped", "report stopped at a checkpoint", reason=self.stop_reason, unitsDone=done
+                    "job_stopped",
+                    f"report stopped: {self.stop_reason}",
+                    reason=self.stop_reason,
+                    unitsDone=done,
                 )
             else:
                 self.log.emit("job_finished", "report finished", status="ok", unitsDone=done)
