@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _cases import FIXTURES
+from _check_cases import FIXTURES
 
 import leaselog
 

@@ -1,4 +1,4 @@
-"""One parametrized runner for every data-file check case (see _cases.py for the format)."""
+"""One parametrized runner for every data-file check case (see _check_cases.py for the format)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from _cases import Case, load_cases, lookup, matches
+from _check_cases import Case, load_cases, lookup, matches
 
 import leaselog
 

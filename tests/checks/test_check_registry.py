@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _cases import FIXTURES, load_cases
+from _check_cases import FIXTURES, load_cases
 
 from leaselog.checks import REGISTRY
 
