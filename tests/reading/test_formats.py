@@ -520,3 +520,22 @@ def test_loki_logcli_jsonl(tmp_path: Path) -> None:
     ]
     assert detect_format([lines[0].encode()]) == "loki"
     assert detect_format([dumps({"line": "x", "timestamp": 1, "other": 2}).encode()]) == "flat"
+
+
+def test_pod_from_node_log_paths(tmp_path: Path) -> None:
+    from leaselog.reading.formats import pod_from_path
+
+    uid = "0b7e1c2d-1111-2222-3333-444455556666"
+    assert pod_from_path(f"/var/log/pods/reports_worker-7d9f-x2k9p_{uid}/app/0.log") == "worker-7d9f-x2k9p"
+    assert (
+        pod_from_path(f"/var/log/containers/worker-7d9f-x2k9p_reports_app-{'a' * 64}.log")
+        == "worker-7d9f-x2k9p"
+    )
+    assert pod_from_path(f"/var/lib/docker/containers/{'b' * 64}/{'b' * 64}-json.log") == "b" * 12
+    assert pod_from_path("logs/pod-a.jsonl.gz") == "pod-a"
+    assert pod_from_path("<stdin>") == "<stdin>"
+    # end to end: a CRI file whose lines name no pod takes it from the kubelet folder
+    d = tmp_path / f"reports_worker-1_{uid}" / "app"
+    d.mkdir(parents=True)
+    ev = one_event(read(d, "0.log", [f"2025-06-12T09:14:03Z stdout F {dumps(JOB)}"]))
+    assert ev["pod"] == "worker-1"

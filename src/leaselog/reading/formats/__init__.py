@@ -19,6 +19,7 @@ from leaselog.reading.formats._common import (
     flatten,
     json_object_shape,
     looks_like_continuation,
+    pod_from_path,
     try_object,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "Record",
     "detect_format",
     "flatten",
+    "pod_from_path",
     "sniff_votes",
 ]
 

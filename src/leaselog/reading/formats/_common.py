@@ -130,6 +130,33 @@ def logfmt_record(text: str) -> Record | None:
     return rec if pairs >= 2 else None
 
 
+_KUBELET_POD_DIR = re.compile(r"^(?P<ns>[^_/]+)_(?P<pod>[^_/]+)_[0-9a-f-]{8,}$")
+_CONTAINERS_LINK = re.compile(r"^(?P<pod>[^_/]+)_(?P<ns>[^_/]+)_(?P<container>.+)-[0-9a-f]{64}\.log$")
+_DOCKER_FILE = re.compile(r"^(?P<id>[0-9a-f]{64})-json\.log$")
+
+
+def pod_from_path(path: str) -> str:
+    """The pod a file stands for when no line names one (FORMATS.md: the file name is the pod).
+
+    Node log layouts name it in the path: `/var/log/pods/<ns>_<pod>_<uid>/<container>/0.log`,
+    `/var/log/containers/<pod>_<ns>_<container>-<id>.log`; Docker's `<id>-json.log` gives the short id.
+    Otherwise the file name up to its first dot (`pod-a.jsonl` -> `pod-a`).
+    """
+    parts = path.replace("\\", "/").split("/")
+    name = parts[-1]
+    if len(parts) >= 3:
+        m = _KUBELET_POD_DIR.match(parts[-3])
+        if m:
+            return m.group("pod")
+    m2 = _CONTAINERS_LINK.match(name)
+    if m2:
+        return m2.group("pod")
+    m3 = _DOCKER_FILE.match(name)
+    if m3:
+        return m3.group("id")[:12]
+    return name.split(".")[0]
+
+
 _CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
 
 
