@@ -184,6 +184,8 @@ _KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-@"' ]+?)\s*=""")
 
 
 def _unquote(k: str) -> str:
+    """A TOML key as written (`fields."k8s.pod"`, `'x'`) -> dotted parts without quotes; the split skips
+    dots inside double quotes. Good enough to find a line for an error message, not a TOML parser."""
     return ".".join(p.strip().strip("\"'") for p in re.split(r"\.(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", k))
 
 
