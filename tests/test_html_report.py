@@ -250,6 +250,7 @@ def test_report_header_and_findings_for_the_article_incident(tmp_path: Path) -> 
     for kind in ("overlapping_executions", "lease_outlived", "stale_release"):
         assert kind in text
     assert "Timelines (1 of 1)" in text
+    assert 'class="chip sev-error" data-kind="overlapping_executions">overlapping_executions <b>1</b>' in text
     assert '<a href="#job-0" class="joblink" data-job="0">report-42</a></td><td class=n>2m31.5s</td>' in text
     assert "<td>pod-a, pod-b</td>" in text  # most overlapping jobs, with the pods involved
     assert 'href="#job-0"' in text and 'class="goto"' in text
@@ -394,6 +395,10 @@ def test_browser_article_incident(browser: Any, tmp_path: Path) -> None:
     )
     assert len(hl) == 1 and hl[0]["x0"].startswith("2026-11-02 10:10:00.402")
     assert o.page.locator("li.finding.selected").count() == 1
+    # a kind chip in the header filters the findings list to that kind
+    o.page.click("a.chip[data-kind='stale_release']")
+    assert o.page.locator("li.finding:visible").count() == 1
+    assert o.page.locator("li.finding:visible").get_attribute("data-kind") == "stale_release"
     o.assert_clean()
     o.page.close()
 

@@ -226,10 +226,24 @@ def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
         f'<div class="card"><div class="big">{len(a.finding_list):,}</div>findings {sev}</div>'
         f'<div class="card wide">time range<br><b>{time_range}</b></div>'
         "</div>\n"
+        f"{_kind_chips(a.finding_list)}"
         '<nav><a href="#inputs">Inputs</a> · <a href="#overview">Fleet overview</a> · '
         f'<a href="#findings">Findings</a> · <a href="#timelines">Timelines ({shown:,} of {jobs_with_findings:,})</a>'
         "</nav></header>\n"
     )
+
+
+def _kind_chips(findings: list[Finding]) -> str:
+    """Findings by kind, most severe kinds first; a click filters the findings list to that kind."""
+    if not findings:
+        return ""
+    kinds = Counter(f.kind for f in findings)
+    sev = {f.kind: f.severity for f in sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity])}
+    chips = " ".join(
+        f'<a href="#findings" class="chip sev-{e(sev[k])}" data-kind="{e(k)}">{e(k)} <b>{n:,}</b></a>'
+        for k, n in sorted(kinds.items(), key=lambda kv: (SEVERITY_RANK[sev[kv[0]]], -kv[1], kv[0]))
+    )
+    return f'<p class="chips">findings by kind: {chips}</p>\n'
 
 
 def _inputs(a: Analysis) -> str:
@@ -250,10 +264,10 @@ def _inputs(a: Analysis) -> str:
         )
     out = [
         '<section id="inputs"><h2>Inputs</h2>',
-        "<table><thead><tr><th>file</th><th>format</th><th>lines</th><th>used</th><th>ignored</th>"
+        '<div class="scroll"><table><thead><tr><th>file</th><th>format</th><th>lines</th><th>used</th><th>ignored</th>'
         "<th>malformed</th></tr></thead><tbody>",
         *rows,
-        "</tbody></table>",
+        "</tbody></table></div>",
     ]
     for p in a.problems:
         out.append(f'<p class="warn">{e(p)}</p>')
@@ -516,7 +530,13 @@ background:#57606a}
 .grid{display:grid;grid-template-columns:1fr 1fr;gap:8px 28px}.span2{grid-column:span 2}
 ol.findings{list-style:none;padding:0;margin:0}
 .findings-scroll{max-height:75vh;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:0 10px}
-.filters{margin:6px 0}.hidden{display:none}
+.filters{margin:6px 0}
+.scroll{max-height:45vh;overflow:auto;display:inline-block;border-bottom:1px solid var(--line)}
+.chips{margin:10px 0 0;font-size:12px}
+a.chip{display:inline-block;border:1px solid var(--line);border-left-width:4px;border-radius:4px;padding:1px 6px;
+margin:2px 2px;color:var(--fg);text-decoration:none}
+a.chip.sev-error{border-left-color:var(--err)}a.chip.sev-warning{border-left-color:#bf8700}
+a.chip.sev-info{border-left-color:var(--info)}.hidden{display:none}
 li.finding{border-left:4px solid var(--line);padding:6px 10px;margin:6px 0;background:#f6f8fa;border-radius:3px}
 li.finding.sev-error{border-color:var(--err)}li.finding.sev-warning{border-color:#bf8700}
 li.finding.sev-info{border-color:var(--info)}
@@ -551,6 +571,8 @@ _APP_JS = r"""
     });
     return div._leaselog;
   }
+  // the overview is one aggregated figure: draw it at once; timelines as they come near the viewport
+  render(document.getElementById("overview-plot"));
   var plots = document.querySelectorAll("div.plot");
   if ("IntersectionObserver" in window) {
     var io = new IntersectionObserver(function (entries) {
@@ -558,7 +580,7 @@ _APP_JS = r"""
         if (en.isIntersecting) { io.unobserve(en.target); render(en.target); }
       });
     }, {rootMargin: "600px 0px"});
-    plots.forEach(function (d) { io.observe(d); });
+    plots.forEach(function (d) { if (d.id !== "overview-plot") { io.observe(d); } });
   } else {
     plots.forEach(render);
   }
@@ -609,6 +631,13 @@ _APP_JS = r"""
     });
     document.getElementById("filter-count").textContent = (kind || sev) ? shown + " shown" : "";
   }
+  document.querySelectorAll("a.chip").forEach(function (chip) {
+    chip.addEventListener("click", function () {
+      document.getElementById("kind-filter").value = chip.getAttribute("data-kind");
+      document.getElementById("sev-filter").value = "";
+      applyFilters();
+    });
+  });
   ["kind-filter", "sev-filter"].forEach(function (id) {
     var el = document.getElementById(id);
     if (el) { el.addEventListener("change", applyFilters); }
