@@ -600,7 +600,7 @@ _APP_JS = r"""
         ? {type: "line", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
            line: {color: "#d4a72c", width: 4}, name: "highlight"}
         : {type: "rect", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
-           fillcolor: "rgba(212,167,44,0.25)", line: {color: "#d4a72c", width: 2}, name: "highlight"};
+           fillcolor: "rgba(212,167,44,0.12)", line: {color: "#d4a72c", width: 3}, name: "highlight"};
       base.push(mark);
       return Plotly.relayout(div, {shapes: base});
     }).then(function () {
