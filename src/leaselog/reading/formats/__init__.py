@@ -80,7 +80,8 @@ FORMATS: dict[str, Format] = {
             containers.parse_kubectl,
             containers.sniff_kubectl,
             False,
-            maps="app line read again in any shape; time prefix -> wrapper.time (time fallback); "
+            maps="app line read again in any shape (also any plain log whose lines start with an RFC 3339 "
+            "time); time prefix -> wrapper.time (time fallback); "
             "`--prefix` [pod/NAME/CONTAINER] -> kubernetes.pod_name",
             shape_error=containers.kubectl_shape,
         ),
