@@ -34,7 +34,7 @@ import orjson
 import polars as pl
 
 from leaselog.events import RAW_COLUMNS, FieldMapper
-from leaselog.reading.formats import FORMATS, Format, Malformed, detect_format
+from leaselog.reading.formats import FORMATS, Format, Malformed, detect_format, pod_from_path
 from leaselog.reading.formats.json_shapes import parse_flat
 from leaselog.reading.sources import Source
 
@@ -242,16 +242,12 @@ class Reader:
             name = "text"  # prose only: the config's message rules are what reads it
         report.format = name or "unknown"
         fmt = FORMATS.get(name) if name else None
-        st = _Stream(index, report, fmt, file_name.split(".")[0])
+        st = _Stream(index, report, fmt, pod_from_path(report.path))  # kubelet/containers paths name the pod
 
-        if self.columnar and _columnar(fmt, self.mapper):
-            # the sniffed head goes line by line; the rest in blocks, straight from the stream
-            for line_no, line in enumerate(head, start=1):
-                self._take_line(st, line_no, line)
-            report.lines = len(head)
-            self._progress(sum(len(h) + 1 for h in head))
-            if len(head) >= SNIFF_LINES:
-                self._read_blocks(st, fh)
+        if self.columnar and _columnar(fmt, self.mapper) and len(head) >= SNIFF_LINES:
+            # the sniffed head is read again as the start of the first block, so a columnar file's
+            # events come out as frames in line order (no per-line rows to merge in)
+            self._read_blocks(st, fh, b"\n".join(head) + b"\n")
             return
 
         def all_lines() -> Iterator[bytes]:
@@ -356,9 +352,9 @@ class Reader:
 
     # -- the columnar path -------------------------------------------------------------------------------
 
-    def _read_blocks(self, st: _Stream, fh: IO[bytes]) -> None:
-        """Read the rest of a stream in blocks cut at line ends; lines continue from report.lines."""
-        rest = b""
+    def _read_blocks(self, st: _Stream, fh: IO[bytes], head: bytes) -> None:
+        """Read a stream in blocks cut at line ends, `head` (lines already taken from it) first."""
+        rest = head
         while True:
             chunk, failure = _read_some(fh, BLOCK_BYTES)
             if failure is not None:  # a truncated gzip: keep the whole lines read so far, then report

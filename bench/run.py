@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""leaselog's benchmark: full analysis against the baselines, on synthetic fleet logs with ground truth.
+
+    python bench/run.py --quick                  # ~20 000 jobs, one run each: a minute on a laptop
+    python bench/run.py                          # 200 000 jobs (~870 MB flat), 3 runs, 1x/4x/gzip scaling
+    python bench/run.py --format ecs --jobs 50000
+
+Each contender runs as its own process (wall time and peak RSS measured with os.wait4):
+  a  leaselog analyze X --json out.json            (the whole product: read, reconstruct, 16 checks, JSON)
+  b  polars scan_ndjson(schema).filter(event).collect()   (the floor: parsing JSON with polars)
+  c  DuckDB read_json_auto(X) WHERE event IS NOT NULL, materialised
+  d  jq -c 'select(.event != null)'
+Correctness: leaselog's overlapping_executions findings == the generator's ground truth (jobId + pair).
+Input is made by ../shared/bench/gen_synth.py into bench/data/ (git-ignored), once; 4x is four copies
+with their jobIds/executionIds/pods renamed apart, so the truth is four times the 1x truth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN = Path(os.environ.get("LEASELOG_GEN_SYNTH", ROOT.parent / "shared" / "bench" / "gen_synth.py"))
+
+# the lease-event fields each shape carries (the floor's "right schema": only what an analysis needs)
+SCHEMAS: dict[str, dict[str, str]] = {
+    "seed": {
+        "ts": "String",
+        "jobId": "String",
+        "executionId": "String",
+        "pod": "String",
+        "event": "String",
+        "leaseMs": "Int64",
+        "status": "String",
+        "released": "Boolean",
+        "trigger": "String",
+        "kafka.topic": "String",
+        "kafka.partition": "Int64",
+        "kafka.offset": "Int64",
+    },
+}
+SCHEMAS["ecs"] = {
+    **{k: v for k, v in SCHEMAS["seed"].items() if k not in ("ts", "pod")},
+    "@timestamp": "String",
+    "service.node.name": "String",
+    "message": "String",
+}
+
+FLOOR = """
+import sys, polars as pl
+schema = {k: getattr(pl, v) for k, v in %r.items()}
+df = pl.scan_ndjson(sys.argv[1], schema=schema).filter(pl.col("event").is_not_null()).collect()
+print(df.height)
+"""
+
+DUCKDB = """
+import sys, duckdb
+con = duckdb.connect()
+con.execute(f"CREATE TABLE ev AS SELECT * FROM read_json_auto('{sys.argv[1]}', format='newline_delimited') "
+            "WHERE event IS NOT NULL")
+print(con.execute("SELECT count(*) FROM ev").fetchone()[0])
+"""
+
+
+@dataclass
+class Timing:
+    name: str
+    walls: list[float] = field(default_factory=list)
+    rss_mb: list[float] = field(default_factory=list)
+    ok: bool = True
+    note: str = ""
+
+    @property
+    def wall(self) -> float:
+        return statistics.median(self.walls) if self.walls else float("nan")
+
+    @property
+    def rss(self) -> float:
+        return max(self.rss_mb) if self.rss_mb else float("nan")
+
+
+def run_once(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MB, exit code) of one whole process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 1) and p.stderr is not None:
+        sys.stderr.write(p.stderr.read().decode(errors="replace")[-2000:])
+    return wall, usage.ru_maxrss / 1024, p.returncode
+
+
+def measure(name: str, cmd: list[str], runs: int) -> Timing:
+    t = Timing(name)
+    for _ in range(runs):
+        wall, rss, rc = run_once(cmd)
+        if rc not in (0, 1):  # leaselog exits 1 only with --fail-on
+            t.ok, t.note = False, f"exit {rc}"
+            break
+        t.walls.append(wall)
+        t.rss_mb.append(rss)
+    return t
+
+
+def generate(fmt: str, jobs: int, data: Path) -> tuple[Path, Path]:
+    out = data / f"{fmt}-{jobs}.jsonl"
+    truth = data / f"{fmt}-{jobs}.truth.json"
+    if not out.exists() or not truth.exists():
+        print(f"generating {out} ...", flush=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(GEN),
+                "--jobs",
+                str(jobs),
+                "--format",
+                fmt,
+                "--out",
+                str(out),
+                "--truth",
+                str(truth),
+            ],
+            check=True,
+        )
+    return out, truth
+
+
+def make_4x(src: Path) -> Path:
+    """Four copies, each with its ids renamed apart (`report-` -> `cK-report-`): jobs never collide."""
+    out = src.with_name(src.stem + "-4x.jsonl")
+    if out.exists():
+        return out
+    print(f"writing {out} ...", flush=True)
+    with out.open("wb") as w:
+        for k in range(4):
+            with src.open("rb") as r:
+                rest = b""
+                while chunk := r.read(64 << 20):
+                    data = rest + chunk
+                    cut = data.rfind(b"\n") + 1
+                    w.write(data[:cut].replace(b"report-", b"c%d-report-" % k))
+                    rest = data[cut:]
+                w.write(rest.replace(b"report-", b"c%d-report-" % k))
+    return out
+
+
+def make_gz(src: Path) -> Path:
+    out = src.with_name(src.name + ".gz")
+    if not out.exists():
+        print(f"writing {out} ...", flush=True)
+        with src.open("rb") as r, gzip.open(out, "wb", compresslevel=1) as w:
+            shutil.copyfileobj(r, w, 16 << 20)
+    return out
+
+
+def count_lines(path: Path) -> int:
+    n = 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(64 << 20):
+            n += chunk.count(b"\n")
+    return n
+
+
+def check_overlaps(findings_json: Path, truth: dict[str, Any], copies: int = 1) -> dict[str, Any]:
+    """Overlapping executions found vs the generator's ground truth, as (jobId, {first, second})."""
+    doc = json.loads(findings_json.read_text())
+    found = {
+        (f["jobId"], frozenset(f["executionIds"]))
+        for f in doc["findings"]
+        if f["kind"] == "overlapping_executions"
+    }
+    expected: set[tuple[str, frozenset[str]]] = set()
+    for k in range(copies):
+
+        def ren(s: str, k: int = k) -> str:
+            return s.replace("report-", f"c{k}-report-") if copies > 1 else s
+
+        for o in truth["overlaps"]:
+            expected.add((ren(o["jobId"]), frozenset({ren(o["first"]), ren(o["second"])})))
+    return {
+        "truth": len(expected),
+        "found": len(found),
+        "missing": len(expected - found),
+        "extra": len(found - expected),
+        "equal": found == expected,
+        "lines": doc["lines"],
+    }
+
+
+def leaselog_cmd(path: Path, out: Path) -> list[str]:
+    entry = "import sys; from leaselog.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", entry, "analyze", str(path), "--json", str(out), "--quiet"]
+
+
+def fmt_row(t: Timing, size: int, lines: int) -> str:
+    if not t.walls:
+        return f"| {t.name} | failed ({t.note}) | | | | |"
+    return (
+        f"| {t.name} | {t.wall:.2f} | {t.rss:.0f} | {lines / t.wall / 1e6:.2f} | {size / t.wall / 1e6:.0f} | "
+        f"{', '.join(f'{w:.2f}' for w in t.walls)} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--jobs", type=int, default=200_000, help="jobs in the 1x input (200 000: ~870 MB flat)")
+    ap.add_argument("--quick", action="store_true", help="20 000 jobs, one run, no 4x: a developer's minute")
+    ap.add_argument(
+        "--runs", type=int, default=3, help="runs per contender; the median wall time is reported"
+    )
+    ap.add_argument("--format", default="seed", choices=["seed", "ecs"], help="gen_synth shape (seed = flat)")
+    ap.add_argument("--data", type=Path, default=ROOT / "bench" / "data")
+    ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the 4x and gzip runs")
+    ap.add_argument("--only", default="abcd", help="contenders to run, e.g. `ab`")
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.jobs, a.runs, a.no_scaling = 20_000, 1, True
+    a.data.mkdir(parents=True, exist_ok=True)
+    a.results.mkdir(parents=True, exist_ok=True)
+    x, truth_path = generate(a.format, a.jobs, a.data)
+    truth = json.loads(truth_path.read_text())
+    size, lines = x.stat().st_size, count_lines(x)
+    out = a.results / f"leaselog-{a.format}-{a.jobs}.json"
+    print(
+        f"input {x}: {size / 1e6:.0f} MB, {lines:,} lines, {len(truth['overlaps'])} overlaps in the truth; "
+        f"{a.runs} run(s) each; {os.cpu_count()} CPUs",
+        flush=True,
+    )
+
+    contenders = {
+        "a": ("a leaselog analyze --json", leaselog_cmd(x, out)),
+        "b": ("b polars scan_ndjson (floor)", [sys.executable, "-c", FLOOR % SCHEMAS[a.format], str(x)]),
+        "c": ("c duckdb read_json_auto", [sys.executable, "-c", DUCKDB, str(x)]),
+        "d": ("d jq select(.event)", ["jq", "-c", "select(.event != null)", str(x)]),
+    }
+    timings: dict[str, Timing] = {}
+    for key in a.only:
+        name, cmd = contenders[key]
+        print(f"running {name} ...", flush=True)
+        timings[key] = measure(name, cmd, a.runs)
+
+    report: dict[str, Any] = {
+        "input": {"path": str(x), "bytes": size, "lines": lines, "format": a.format, "jobs": a.jobs},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "runs": a.runs,
+        "timings": {
+            k: {"wall_s": t.wall, "walls": t.walls, "peak_rss_mb": t.rss, "ok": t.ok}
+            for k, t in timings.items()
+        },
+    }
+    table = [
+        "| contender | wall s (median) | peak RSS MB | M lines/s | MB/s | runs |",
+        "|---|---|---|---|---|---|",
+    ]
+    table += [fmt_row(t, size, lines) for t in timings.values()]
+    ratios = {}
+    if "a" in timings:
+        for k in "bcd":
+            if k in timings and timings[k].walls:
+                ratios[f"a/{k}"] = timings["a"].wall / timings[k].wall
+        report["ratios"] = ratios
+        report["correctness"] = check_overlaps(out, truth)
+
+    if not a.no_scaling and "a" in timings:
+        x4 = make_4x(x)
+        gz = make_gz(x)
+        scale: dict[str, Any] = {}
+        for label, path, copies in (("4x", x4, 4), ("gzip", gz, 1)):
+            o = a.results / f"leaselog-{a.format}-{a.jobs}-{label}.json"
+            print(f"running a on {label} ...", flush=True)
+            t = measure(f"a {label}", leaselog_cmd(path, o), max(1, a.runs - 1) if label == "4x" else a.runs)
+            scale[label] = {
+                "wall_s": t.wall,
+                "walls": t.walls,
+                "peak_rss_mb": t.rss,
+                "bytes": path.stat().st_size,
+                "correctness": check_overlaps(o, truth, copies),
+            }
+        base = timings["a"]
+        scale["time_4x_over_1x"] = scale["4x"]["wall_s"] / base.wall
+        scale["rss_4x_over_1x"] = scale["4x"]["peak_rss_mb"] / base.rss
+        scale["time_gzip_over_plain"] = scale["gzip"]["wall_s"] / base.wall
+        report["scaling"] = scale
+
+    print()
+    print("\n".join(table))
+    if ratios:
+        print("ratios: " + ", ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
+    if "correctness" in report:
+        c = report["correctness"]
+        print(
+            f"overlaps: found {c['found']}, truth {c['truth']}, missing {c['missing']}, extra {c['extra']}"
+            f" -> {'EQUAL' if c['equal'] else 'DIFFERENT'}; lines {c['lines']}"
+        )
+    if "scaling" in report:
+        s = report["scaling"]
+        print(
+            f"4x: {s['4x']['wall_s']:.2f} s ({s['time_4x_over_1x']:.2f}x time), peak RSS "
+            f"{s['4x']['peak_rss_mb']:.0f} MB ({s['rss_4x_over_1x']:.2f}x); overlaps equal: "
+            f"{s['4x']['correctness']['equal']}"
+        )
+        print(
+            f"gzip: {s['gzip']['wall_s']:.2f} s ({s['time_gzip_over_plain']:.2f}x plain), peak RSS "
+            f"{s['gzip']['peak_rss_mb']:.0f} MB; overlaps equal: {s['gzip']['correctness']['equal']}"
+        )
+    dest = a.results / f"bench-{a.format}-{a.jobs}.json"
+    dest.write_text(json.dumps(report, indent=1))
+    print(f"wrote {dest}")
+    ok = report.get("correctness", {}).get("equal", True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
