@@ -525,7 +525,7 @@ def _pseudo_times(df: pl.DataFrame) -> pl.DataFrame:
                 return None
             k = (fi, pods[j])
             if k in anchors and elapsed[j] is not None:
-                return anchors[k] + elapsed[j] * 1000
+                return float(anchors[k] + elapsed[j] * 1000)
         return None
 
     for i, (fi, pod, el) in enumerate(zip(files, pods, elapsed, strict=True)):

@@ -88,26 +88,23 @@ FINDINGS_SCHEMA: dict[str, pl.DataType] = {
 
 
 def findings_frame(findings: list[Finding]) -> pl.DataFrame:
-    """One row per finding; evidence as a list of `file:line` strings."""
-    rows = [
-        {
-            "code": f.code,
-            "kind": f.kind,
-            "severity": f.severity,
-            "certainty": f.certainty,
-            "job_id": f.job_id,
-            "execution_ids": list(f.execution_ids),
-            "pods": list(f.pods),
-            "start": f.start,
-            "end": f.end,
-            "duration_ms": f.duration_ms,
-            "trigger": f.trigger,
-            "message": f.message,
-            "evidence": [f"{e.file}:{e.line}" for e in f.evidence],
-        }
-        for f in findings
-    ]
-    return pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
+    """One row per finding; evidence as a list of `file:line` strings. Built column by column (fast at 100k)."""
+    cols: dict[str, list[Any]] = {
+        "code": [f.code for f in findings],
+        "kind": [f.kind for f in findings],
+        "severity": [f.severity for f in findings],
+        "certainty": [f.certainty for f in findings],
+        "job_id": [f.job_id for f in findings],
+        "execution_ids": [list(f.execution_ids) for f in findings],
+        "pods": [list(f.pods) for f in findings],
+        "start": [f.start for f in findings],
+        "end": [f.end for f in findings],
+        "duration_ms": [f.duration_ms for f in findings],
+        "trigger": [f.trigger for f in findings],
+        "message": [f.message for f in findings],
+        "evidence": [[f"{e.file}:{e.line}" for e in f.evidence] for f in findings],
+    }
+    return pl.DataFrame({k: pl.Series(k, v, dtype=FINDINGS_SCHEMA[k]) for k, v in cols.items()})
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:
