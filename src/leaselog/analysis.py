@@ -203,7 +203,8 @@ def analyze(
         raise InputError("; ".join(problems) or "no input named")
     mapper = FieldMapper(s)
     read = Reader(mapper, forced_format=s.format, progress=progress).read(sources)
-    if all(r.error for r in read.inputs):
+    # an input error only when nothing at all was read: a gzip cut short still gave the lines before the cut
+    if all(r.error and r.used + r.ignored == 0 for r in read.inputs):
         raise InputError("; ".join(f"{r.path}: {r.error}" for r in read.inputs))
     built = build_events(read.raw, read.event_names, s)
     malformed_rows = list(read.malformed)
