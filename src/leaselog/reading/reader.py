@@ -568,8 +568,8 @@ class _ColumnarDecoder:
         )
         name = pl.col("event")
         # event names repeat: map each distinct name once, in Python, exactly as FieldMapper does
-        names = row["event"].unique().drop_nulls().to_list()
-        hits = {n: self.mapper.event_aliases.get(normalise_event_name(n)) for n in names}
+        distinct = row["event"].unique().drop_nulls().to_list()
+        hits = {n: self.mapper.event_aliases.get(normalise_event_name(n)) for n in distinct}
         to_canonical = {n: h[0] for n, h in hits.items() if h is not None}
         canonical = name.replace_strict(to_canonical, default=None, return_dtype=pl.String)
         raw_event = name
