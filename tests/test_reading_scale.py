@@ -194,3 +194,43 @@ def test_analysis_totals_add_up_and_match_per_line(tmp_path: Path, monkeypatch: 
     totals = a.to_dict()["lines"]
     assert totals == {"total": 500, "used": 80, "ignored": 420, "malformed": 0}
     assert a.executions.height == 40
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+@pytest.mark.parametrize("shape", ["json", "logfmt"])
+def test_progress_counts_the_bytes_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compressed: bool, shape: str
+) -> None:
+    # the bar's total is the files' size on disk (compressed for .gz): progress must add up to exactly that
+    monkeypatch.setattr(reader_mod, "BLOCK_BYTES", 4096)
+    if shape == "json":
+        lines = [_noise(i) for i in range(3000)] + [_event(1, "job-1", "job_started")]
+    else:
+        lines = [b"ts=2026-11-02T08:00:00Z pod=p msg=hello n=%d" % i for i in range(70_000)]
+    p = _write(tmp_path / "pod-a.log", lines)
+    if compressed:
+        gz = tmp_path / "pod-a.log.gz"
+        gz.write_bytes(gzip.compress(p.read_bytes()))
+        p.unlink()
+        p = gz
+    seen: list[int] = []
+    a = leaselog.analyze(p, progress=seen.append)
+    assert a.to_dict()["lines"]["total"] == len(lines)
+    assert sum(seen) == p.stat().st_size
+    assert len(seen) > 1 and all(n > 0 for n in seen)
+
+
+def test_no_progress_bar_when_not_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.delenv("CI", raising=False)
+    from rich.console import Console
+
+    from leaselog.cli import _progress_reader
+
+    p = _write(tmp_path / "pod-a.jsonl", [_noise(i) for i in range(10)])
+    assert _progress_reader([str(p)], Console(file=io.StringIO())) == (None, None)
+    callback, bar = _progress_reader([str(p)], Console(file=io.StringIO(), force_terminal=True))
+    assert callback is not None and bar is not None
+    with bar:
+        callback(100)  # under a second: the bar stays hidden, and closing it is still fine

@@ -63,25 +63,37 @@ def _offsets(values: list[str] | None) -> dict[str, float] | None:
 
 
 def _progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
-    """A rich progress bar on byte counts when stderr is a terminal; (callback, progress) or (None, None)."""
+    """A rich progress bar on the bytes read from disk (compressed bytes for .gz), only when stderr is a
+    terminal and only once reading has taken over a second; (callback, context manager) or (None, None)."""
     if not console.is_terminal or os.environ.get("CI"):
         return None, None
+    import contextlib
+    import time
+
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
     from leaselog.reading.sources import expand_sources
 
     sources, _ = expand_sources(paths)
-    total = sum(Path(s.path).stat().st_size for s in sources if not s.is_stdin and not s.path.endswith(".gz"))
-    if total < 32 * 1024 * 1024:
+    total = sum(Path(s.path).stat().st_size for s in sources if not s.is_stdin)
+    if not total:
         return None, None
     progress = Progress("reading", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
                         console=console, transient=True)
-    task = progress.add_task("read", total=total or None)
+    task = progress.add_task("read", total=total)
+    started = time.monotonic()
+    shown = False
 
     def advance(n: int) -> None:
+        nonlocal shown
         progress.update(task, advance=n)
+        if not shown and time.monotonic() - started > 1.0:  # quick reads never flash a bar
+            progress.start()
+            shown = True
 
-    return advance, progress
+    stop = contextlib.ExitStack()
+    stop.callback(progress.stop)
+    return advance, stop
 
 
 @app.command()

@@ -111,6 +111,15 @@ def _open_binary(source: Source) -> IO[bytes]:
     return fh
 
 
+def _disk_position(fh: IO[bytes]) -> int | None:
+    """How far into the file on disk a stream has read (a GzipFile's underlying file), if known."""
+    raw = getattr(fh, "fileobj", None) or fh
+    try:
+        return int(raw.tell())
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _read_some(fh: IO[bytes], size: int) -> tuple[bytes, BaseException | None]:
     """Up to `size` bytes, and the error that stopped the read early (what came before it is kept)."""
     parts: list[bytes] = []
@@ -183,6 +192,7 @@ class Reader:
         self._cont_last: tuple[int, int] = (-1, -1)  # (file index, line) of the last continuation line
         self._cont_run = 0  # continuation lines right before it
         self._decoder = _ColumnarDecoder(mapper)
+        self._disk = 0  # bytes of the current file on disk already reported to `progress`
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
@@ -259,21 +269,24 @@ class Reader:
             # partial lines (CRI `P`, Docker chunks) joined: still one line out per line in, the
             # absorbed parts come out empty and are counted ignored
             stream = fmt.join(stream)
-        nbytes = 0
+        self._disk = 0
         line_no = 0
         for line_no, line in enumerate(stream, start=1):
-            if self.progress is not None:
-                nbytes += len(line) + 1
-                if line_no % 65536 == 0:
-                    self._progress(nbytes)
-                    nbytes = 0
+            if self.progress is not None and line_no % 65536 == 0:
+                self._advance(fh)
             self._take_line(st, line_no, line)
             report.lines = line_no
-        self._progress(nbytes)
+        self._advance(fh)
 
-    def _progress(self, nbytes: int) -> None:
-        if self.progress is not None and nbytes:
-            self.progress(nbytes)
+    def _advance(self, fh: IO[bytes]) -> None:
+        """Report progress in bytes of the file on disk (compressed bytes for gzip): what the bar's total
+        counts."""
+        if self.progress is None:
+            return
+        pos = _disk_position(fh)
+        if pos is not None and pos > self._disk:
+            self.progress(pos - self._disk)
+            self._disk = pos
 
     # -- the per-line path -------------------------------------------------------------------------------
 
@@ -354,6 +367,7 @@ class Reader:
 
     def _read_blocks(self, st: _Stream, fh: IO[bytes], head: bytes) -> None:
         """Read a stream in blocks cut at line ends, `head` (lines already taken from it) first."""
+        self._disk = 0
         rest = head
         while True:
             chunk, failure = _read_some(fh, BLOCK_BYTES)
@@ -375,7 +389,7 @@ class Reader:
             else:
                 block, rest = data, b""
             self._block(st, block)
-            self._progress(len(block))
+            self._advance(fh)
             if not chunk:
                 return
 
