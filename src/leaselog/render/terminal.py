@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -112,11 +113,14 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
             if f.certainty == "uncertain":
                 head.append("  (uncertain)", style="magenta")
             console.print(head)
-            console.print(Text(f"      {f.message}"), highlight=False)
+            console.print(Padding(Text(f.message), (0, 0, 0, 6), expand=False), highlight=False)
             if f.evidence:
                 where = ", ".join(f"{e.file}:{e.line}" for e in f.evidence[:6])
                 more = f" (+{len(f.evidence) - 6})" if len(f.evidence) > 6 else ""
-                console.print(Text(f"      evidence: {where}{more}", style="dim"), highlight=False)
+                console.print(
+                    Padding(Text(f"evidence: {where}{more}", style="dim"), (0, 0, 0, 6), expand=False),
+                    highlight=False,
+                )
     if len(shown) < len(jobs):
         console.print(
             f"\n… {len(jobs) - len(shown)} more jobs with findings (all of them in --json / --html)"
