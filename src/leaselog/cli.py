@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,7 +31,7 @@ def _root() -> None:
     """Explain distributed-lock lease incidents from job workers' structured logs."""
 
 
-class FailOn(str, Enum):
+class FailOn(StrEnum):
     never = "never"
     error = "error"
     warning = "warning"
@@ -78,8 +78,15 @@ def _progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
     total = sum(Path(s.path).stat().st_size for s in sources if not s.is_stdin)
     if not total:
         return None, None
-    progress = Progress("reading", BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-                        console=console, transient=True)
+    progress = Progress(
+        "reading",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
     task = progress.add_task("read", total=total)
     started = time.monotonic()
     shown = False
@@ -98,21 +105,57 @@ def _progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
 
 @app.command()
 def analyze(
-    paths: Annotated[list[str], typer.Argument(help="Log files, folders (read recursively), globs, or - for stdin.",
-                                               show_default=False)],
-    lease_ttl: Annotated[str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the findings as JSON (the contract in the README).")] = None,
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Log files, folders (read recursively), globs, or - for stdin.", show_default=False
+        ),
+    ],
+    lease_ttl: Annotated[
+        str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the findings as JSON (the contract in the README).")
+    ] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
-    parquet: Annotated[Path | None, typer.Option(help="Write every table as Parquet into this folder.")] = None,
-    fail_on: Annotated[FailOn, typer.Option(help="Exit 1 when a finding of this severity or worse exists.")] = FailOn.never,
-    max_skew: Annotated[str | None, typer.Option(help="Clock-skew bound between pods; smaller cross-pod findings are 'uncertain'. Default 250ms.")] = None,
-    clock_offset: Annotated[list[str] | None, typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms.")] = None,
-    stop_slo: Annotated[str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")] = None,
-    takeover_slo: Annotated[str | None, typer.Option(help="Takeover target after a crash. Default 60s.")] = None,
-    renewal_interval: Annotated[str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")] = None,
-    log_format: Annotated[str | None, typer.Option("--format", help="Force one input format for all files (see `leaselog formats`).")] = None,
-    config: Annotated[Path | None, typer.Option(help="A leaselog.toml with field/event mappings and settings (default: ./leaselog.toml if present).")] = None,
-    max_jobs: Annotated[int, typer.Option(help="Jobs shown in the terminal (all are in --json/--html).")] = 50,
+    parquet: Annotated[
+        Path | None, typer.Option(help="Write every table as Parquet into this folder.")
+    ] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option(help="Exit 1 when a finding of this severity or worse exists.")
+    ] = FailOn.never,
+    max_skew: Annotated[
+        str | None,
+        typer.Option(
+            help="Clock-skew bound between pods; smaller cross-pod findings are 'uncertain'. Default 250ms."
+        ),
+    ] = None,
+    clock_offset: Annotated[
+        list[str] | None,
+        typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms."),
+    ] = None,
+    stop_slo: Annotated[
+        str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")
+    ] = None,
+    takeover_slo: Annotated[
+        str | None, typer.Option(help="Takeover target after a crash. Default 60s.")
+    ] = None,
+    renewal_interval: Annotated[
+        str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")
+    ] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--format", help="Force one input format for all files (see `leaselog formats`)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="A leaselog.toml with field/event mappings and settings (default: ./leaselog.toml if present)."
+        ),
+    ] = None,
+    max_jobs: Annotated[
+        int, typer.Option(help="Jobs shown in the terminal (all are in --json/--html).")
+    ] = 50,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Analyze logs and explain lease incidents.
@@ -190,8 +233,16 @@ def formats_command() -> None:
 @app.command("inspect")
 def inspect_command(
     file: Annotated[Path, typer.Argument(help="One log file (plain or .gz).", show_default=False)],
-    log_format: Annotated[str | None, typer.Option("--format", help="Force a format instead of detecting it (see `leaselog formats`).")] = None,
-    config: Annotated[Path | None, typer.Option(help="A leaselog.toml whose field/event names and rules to apply (default: ./leaselog.toml if present).")] = None,
+    log_format: Annotated[
+        str | None,
+        typer.Option("--format", help="Force a format instead of detecting it (see `leaselog formats`)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="A leaselog.toml whose field/event names and rules to apply (default: ./leaselog.toml if present)."
+        ),
+    ] = None,
     events: Annotated[int, typer.Option(help="How many of the first events to show.")] = 20,
     json_out: Annotated[bool, typer.Option("--json", help="Print the inspection as JSON instead.")] = False,
 ) -> None:
@@ -226,23 +277,49 @@ def inspect_command(
     if json_out:
         import orjson
 
-        sys.stdout.write(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
+        sys.stdout.write(
+            orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2, default=str).decode() + "\n"
+        )
     else:
         render_inspection(result, Console())
 
 
 @app.command("reproduce")
 def reproduce_command(
-    scenario: Annotated[str, typer.Argument(help="article | renewal | renewal-stall | crash", show_default=False)],
-    redis_url: Annotated[str | None, typer.Option("--redis", help="Use this server (only keys under a fresh run-id prefix) instead of a throwaway redis-server.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Folder for the pods' logs and truth.json. Default: ./leaselog-reproduce/SCENARIO-RUNID/")] = None,
+    scenario: Annotated[
+        str, typer.Argument(help="article | renewal | renewal-stall | crash", show_default=False)
+    ],
+    redis_url: Annotated[
+        str | None,
+        typer.Option(
+            "--redis",
+            help="Use this server (only keys under a fresh run-id prefix) instead of a throwaway redis-server.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder for the pods' logs and truth.json. Default: ./leaselog-reproduce/SCENARIO-RUNID/"
+        ),
+    ] = None,
     lease: Annotated[str, typer.Option(help="Lease TTL the workers acquire with.")] = "5s",
     renewal: Annotated[str, typer.Option(help="Renewal interval (renewal, renewal-stall, crash).")] = "1s",
-    max_runtime: Annotated[str, typer.Option(help="Local bound on a job's runtime, even while renewals succeed.")] = "20s",
-    stall: Annotated[str | None, typer.Option(help="renewal-stall: how long CLIENT PAUSE stalls Redis (default: the lease). It pauses every client of that server.")] = None,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write the analysis as JSON (the contract in the README).")] = None,
+    max_runtime: Annotated[
+        str, typer.Option(help="Local bound on a job's runtime, even while renewals succeed.")
+    ] = "20s",
+    stall: Annotated[
+        str | None,
+        typer.Option(
+            help="renewal-stall: how long CLIENT PAUSE stalls Redis (default: the lease). It pauses every client of that server."
+        ),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Write the analysis as JSON (the contract in the README).")
+    ] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors and the ground-truth verdict.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print nothing but errors and the ground-truth verdict.")
+    ] = False,
 ) -> None:
     """Run a lease incident for real against Redis (worker pods are separate processes), then analyze
     what they logged, and hold the analysis against what the run measured itself (truth.json).
@@ -294,10 +371,14 @@ def reproduce_command(
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from e
     console.print(f"[bold]{run.scenario}[/bold]: {run.truth['summary']}", highlight=False)
-    console.print(f"logs: {', '.join(str(p) for p in run.logs)}; ground truth: {run.truth_path}\n", highlight=False)
+    console.print(
+        f"logs: {', '.join(str(p) for p in run.logs)}; ground truth: {run.truth_path}\n", highlight=False
+    )
     a = run_analysis(run.logs)
     render(a, console)
-    table = Table(title="Ground truth (measured by the run) vs analysis", title_justify="left", show_edge=False)
+    table = Table(
+        title="Ground truth (measured by the run) vs analysis", title_justify="left", show_edge=False
+    )
     for col in ("what", "truth", "leaselog", ""):
         table.add_column(col)
     agreements = compare(run.truth, a)
@@ -316,7 +397,9 @@ def reproduce_command(
         console.print(f"wrote {html}")
     bad = [g.what for g in agreements if g.ok is False]
     if bad:
-        err.print(f"[red]the analysis disagrees with the ground truth:[/red] {', '.join(bad)}", highlight=False)
+        err.print(
+            f"[red]the analysis disagrees with the ground truth:[/red] {', '.join(bad)}", highlight=False
+        )
         raise typer.Exit(1)
 
 

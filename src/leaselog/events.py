@@ -83,7 +83,16 @@ EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
 # Pod precedence follows FORMATS.md; GELF's `host` (the application name) is only a last resort.
 FIELD_ALIASES: dict[str, list[str]] = {
     # `wrapper.time` (Docker/kubectl/CRI/Fluent Bit's own time) only when the app's line has none
-    "ts": ["ts", "@timestamp", "timestamp", "time", "timeUnixNano", "observedTimeUnixNano", "date", "wrapper.time"],
+    "ts": [
+        "ts",
+        "@timestamp",
+        "timestamp",
+        "time",
+        "timeUnixNano",
+        "observedTimeUnixNano",
+        "date",
+        "wrapper.time",
+    ],
     "pod": [
         "kubernetes.pod_name",
         "k8s.pod.name",
@@ -149,7 +158,17 @@ FIELD_ALIASES: dict[str, list[str]] = {
     "message": ["message", "msg", "short_message", "body"],
 }
 
-_STRING_FIELDS = ("pod", "job_id", "execution_id", "owner", "reason", "status", "trigger", "topic", "message_id")
+_STRING_FIELDS = (
+    "pod",
+    "job_id",
+    "execution_id",
+    "owner",
+    "reason",
+    "status",
+    "trigger",
+    "topic",
+    "message_id",
+)
 _FLOAT_FIELDS = ("elapsed_ms", "latency_ms")
 _INT_FIELDS = ("lease_ms", "fencing_token", "partition", "offset", "delivery_count", "attempt")
 
@@ -385,8 +404,12 @@ def _parse_time(col: pl.Expr) -> pl.Expr:
     from_num = epoch_us.round(0).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
     s = col.str.strip_chars().str.replace(" ", "T", literal=True)
     with_zone = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
-    naive = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False).dt.replace_time_zone("UTC")
-    naive_nf = s.str.to_datetime("%Y-%m-%dT%H:%M:%S", time_unit="us", strict=False).dt.replace_time_zone("UTC")
+    naive = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False).dt.replace_time_zone(
+        "UTC"
+    )
+    naive_nf = s.str.to_datetime("%Y-%m-%dT%H:%M:%S", time_unit="us", strict=False).dt.replace_time_zone(
+        "UTC"
+    )
     return pl.coalesce(pl.when(num.is_not_null()).then(from_num), with_zone, naive, naive_nf)
 
 
@@ -416,7 +439,11 @@ def build_events(
         data: dict[str, Any] = {k: raw.get(k, [None] * n) for k in RAW_COLUMNS}
         df = pl.DataFrame(
             {
-                **{k: pl.Series(k, v, dtype=pl.String) for k, v in data.items() if k not in ("line", "file_index")},
+                **{
+                    k: pl.Series(k, v, dtype=pl.String)
+                    for k, v in data.items()
+                    if k not in ("line", "file_index")
+                },
                 "line": pl.Series("line", data["line"], dtype=pl.Int64),
                 "file_index": pl.Series("file_index", data["file_index"], dtype=pl.Int64),
                 "event": pl.Series("event", names, dtype=pl.String),
@@ -428,16 +455,23 @@ def build_events(
         pl.col("ts").str.to_datetime("%+", time_unit="us", time_zone="UTC", strict=False).alias("t_wall"),
         *(pl.col(c).cast(pl.Float64, strict=False) for c in _FLOAT_FIELDS),
         # exact for integers (an int64 fencing token beyond 2**53 survives), via float for `600000.0`
-        *(pl.coalesce(pl.col(c).cast(pl.Int64, strict=False),
-                      pl.col(c).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)).alias(c)
-          for c in _INT_FIELDS),
+        *(
+            pl.coalesce(
+                pl.col(c).cast(pl.Int64, strict=False),
+                pl.col(c).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False),
+            ).alias(c)
+            for c in _INT_FIELDS
+        ),
         pl.col("renewal_outcome")
         .str.to_lowercase()
         .replace_strict(_OUTCOMES, default=pl.col("renewal_outcome").str.to_lowercase()),
         pl.col("released")
         .str.to_lowercase()
-        .replace_strict({"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}, default=None,
-                        return_dtype=pl.Boolean),
+        .replace_strict(
+            {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
+            default=None,
+            return_dtype=pl.Boolean,
+        ),
         pl.col("outcome").str.to_lowercase(),
         pl.col("release_outcome").str.to_lowercase(),
         pl.col("trigger").str.to_lowercase(),
@@ -457,14 +491,20 @@ def build_events(
     rejected = df.filter(bad_time).select(
         "file",
         "line",
-        pl.format("lease event `{}` without a parseable timestamp ({})", pl.col("raw_event"),
-                  pl.col("ts").fill_null("missing")).alias("reason"),
+        pl.format(
+            "lease event `{}` without a parseable timestamp ({})",
+            pl.col("raw_event"),
+            pl.col("ts").fill_null("missing"),
+        ).alias("reason"),
     )
     df = df.filter(~bad_time)
     # the reader hands its rows over in file and line order, almost always: then sorting the wide
     # frame (seconds at a million events) is skipped
     in_order = df.select(
-        ((pl.col("file_index").diff() > 0) | ((pl.col("file_index").diff() == 0) & (pl.col("line").diff() >= 0)))
+        (
+            (pl.col("file_index").diff() > 0)
+            | ((pl.col("file_index").diff() == 0) & (pl.col("line").diff() >= 0))
+        )
         .fill_null(True)
         .all()
     ).item()
@@ -476,7 +516,9 @@ def build_events(
     if offsets:
         off = pl.col("pod").replace_strict(offsets, default=0.0, return_dtype=pl.Float64)
         df = df.with_columns(
-            (pl.col("t_wall") - pl.duration(microseconds=(off * 1000).round(0).cast(pl.Int64))).alias("t_wall")
+            (pl.col("t_wall") - pl.duration(microseconds=(off * 1000).round(0).cast(pl.Int64))).alias(
+                "t_wall"
+            )
         )
     df = df.with_columns(
         pl.when(pl.col("t_wall").is_not_null())
@@ -486,11 +528,11 @@ def build_events(
         .otherwise(pl.lit("order"))
         .alias("clock")
     )
-    if (df["clock"] != "wall").any():
-        df = _pseudo_times(df)
-    else:
-        df = df.with_columns(pl.col("t_wall").alias("t"))
-    df = df.with_columns(pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod"))))
+    all_wall = not (df["clock"] != "wall").any()
+    df = df.with_columns(pl.col("t_wall").alias("t")) if all_wall else _pseudo_times(df)
+    df = df.with_columns(
+        pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
+    )
     events = df.select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()])
     return BuiltEvents(events=events, rejected=rejected)
 
