@@ -65,6 +65,29 @@ df = pl.scan_ndjson(sys.argv[1], schema=schema).filter(pl.col("event").is_not_nu
 print(df.height)
 """
 
+# where leaselog's time goes, stage by stage, in one process (what the ratios above are made of)
+STAGES = """
+import sys, time, json, resource
+from leaselog.analysis import analyze
+import leaselog.analysis as A, leaselog.checks as C
+t = {}
+def timed(name, f):
+    def wrapper(*a, **k):
+        t0 = time.perf_counter(); r = f(*a, **k); t[name] = t.get(name, 0) + time.perf_counter() - t0; return r
+    return wrapper
+A.Reader.read = timed("read", A.Reader.read)
+A.build_events = timed("build_events", A.build_events)
+A.reconstruct = timed("reconstruct", A.reconstruct)
+A.run_checks = timed("checks", A.run_checks)
+t0 = time.perf_counter()
+a = analyze(sys.argv[1])
+t["analyze"] = time.perf_counter() - t0
+t0 = time.perf_counter(); a.write_json(sys.argv[2]); t["write_json"] = time.perf_counter() - t0
+t["findings"] = len(a.finding_list)
+t["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps(t))
+"""
+
 DUCKDB = """
 import sys, duckdb
 con = duckdb.connect()
@@ -226,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--no-scaling", action="store_true", help="skip the 4x and gzip runs")
     ap.add_argument("--only", default="abcd", help="contenders to run, e.g. `ab`")
+    ap.add_argument("--stages", action="store_true", help="also time leaselog's stages in one process")
     a = ap.parse_args(argv)
     if a.quick:
         a.jobs, a.runs, a.no_scaling = 20_000, 1, True
@@ -275,6 +299,16 @@ def main(argv: list[str] | None = None) -> int:
         report["ratios"] = ratios
         report["correctness"] = check_overlaps(out, truth)
 
+    if a.stages:
+        print("timing leaselog's stages ...", flush=True)
+        got = subprocess.run(
+            [sys.executable, "-c", STAGES, str(x), str(a.results / "stages.json")],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        report["stages"] = json.loads(got.stdout.strip().splitlines()[-1])
+
     if not a.no_scaling and "a" in timings:
         x4 = make_4x(x)
         gz = make_gz(x)
@@ -306,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             f"overlaps: found {c['found']}, truth {c['truth']}, missing {c['missing']}, extra {c['extra']}"
             f" -> {'EQUAL' if c['equal'] else 'DIFFERENT'}; lines {c['lines']}"
         )
+    if "stages" in report:
+        print("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report["stages"].items()))
     if "scaling" in report:
         s = report["scaling"]
         print(

@@ -497,7 +497,8 @@ def build_events(
             pl.col("ts").fill_null("missing"),
         ).alias("reason"),
     )
-    df = df.filter(~bad_time)
+    if rejected.height:  # (filtering copies every column: only when there is something to drop)
+        df = df.filter(~bad_time)
     # the reader hands its rows over in file and line order, almost always: then sorting the wide
     # frame (seconds at a million events) is skipped
     in_order = df.select(

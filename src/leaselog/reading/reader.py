@@ -633,7 +633,8 @@ class _ColumnarDecoder:
 
 def _owned(column: str, dtype: pl.DataType) -> pl.Expr:
     col = pl.col(column).cast(dtype)
-    return (col + "").alias(column) if dtype == pl.String() else col
+    # `file` is one literal per block: its views already share a single copy
+    return (col + "").alias(column) if dtype == pl.String() and column != "file" else col
 
 
 def _common_prefix(words: list[str]) -> str:
