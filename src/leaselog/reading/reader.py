@@ -633,8 +633,8 @@ class _ColumnarDecoder:
 
 def _owned(column: str, dtype: pl.DataType) -> pl.Expr:
     col = pl.col(column).cast(dtype)
-    # `file` is one literal per block: its views already share a single copy
-    return (col + "").alias(column) if dtype == pl.String() and column != "file" else col
+    # only `fields` (the line itself) points into the block's text; decoded values have their own buffers
+    return (col + "").alias(column) if column == "fields" else col
 
 
 def _common_prefix(words: list[str]) -> str:
