@@ -8,8 +8,9 @@ fleet's log cheap.
 Two paths read the same lines the same way:
 
 - the **columnar path**, for JSON shapes whose record is the line's own object (flat, ECS, Logstash):
-  polars splits a block into lines, picks the candidate lines with one multi-needle search, checks the
-  shape of the rest with vectorised string tests, decodes the candidates in bulk with an explicit
+  polars splits a block into lines, picks the candidate lines (a literal search for the job-id names'
+  common prefix, then the multi-needle search on the few that have it), checks the shape of the rest
+  with vectorised string tests, decodes the candidates in bulk with an explicit
   schema (only the field names seen so far, plus any new one found in the block: a field first
   appearing late is never missed, and nothing is read twice) and maps them onto canonical columns
   with expressions;
@@ -41,9 +42,8 @@ from leaselog.reading.sources import Source
 MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
 SNIFF_LINES = 20
 MAX_ATTACHED = 8192  # characters of stack trace kept on one event's message
-BLOCK_BYTES = (
-    16 * 1024 * 1024
-)  # columnar block: big enough to amortise polars calls, small enough to stay flat
+# columnar block: big enough to amortise polars calls, small enough that reading stays flat in memory
+BLOCK_BYTES = 16 * 1024 * 1024
 
 # The reader's output: one row per lease event, raw strings as logged (build_events types them).
 RAW_SCHEMA: dict[str, pl.DataType] = {
