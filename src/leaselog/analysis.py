@@ -206,7 +206,7 @@ def analyze(
     # an input error only when nothing at all was read: a gzip cut short still gave the lines before the cut
     if all(r.error and r.used + r.ignored == 0 for r in read.inputs):
         raise InputError("; ".join(f"{r.path}: {r.error}" for r in read.inputs))
-    built = build_events(read.raw, read.event_names, s)
+    built = build_events(read.raw, None, s)
     malformed_rows = list(read.malformed)
     if built.rejected.height:
         by_path = {r.path: r for r in read.inputs}
