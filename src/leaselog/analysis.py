@@ -12,7 +12,7 @@ import polars as pl
 from leaselog.checks import CheckContext, run_checks
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events
-from leaselog.findings import Finding, findings_frame, iso, sort_findings
+from leaselog.findings import Finding, findings_frame, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
@@ -99,7 +99,9 @@ class Analysis:
     def write_json(self, path: str | Path) -> None:
         import orjson
 
-        Path(path).write_bytes(orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
+        with gc_paused():
+            data = orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2)
+        Path(path).write_bytes(data)
 
     def write_parquet(self, directory: str | Path) -> Path:
         """Write every frame as Parquet into `directory`, plus what `leaselog.load` needs to rebuild this."""

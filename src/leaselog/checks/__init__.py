@@ -36,7 +36,7 @@ from leaselog.checks import (
     ll701_lease_settings,
 )
 from leaselog.checks.base import CheckContext
-from leaselog.findings import Finding
+from leaselog.findings import Finding, gc_paused
 
 REGISTRY: tuple[ModuleType, ...] = (
     ll101_overlapping_executions,
@@ -62,8 +62,9 @@ CheckFn = Callable[[CheckContext], list[Finding]]
 
 def run_checks(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
-    for mod in REGISTRY:
-        out.extend(mod.check(ctx))
+    with gc_paused():
+        for mod in REGISTRY:
+            out.extend(mod.check(ctx))
     return out
 
 

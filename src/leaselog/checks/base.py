@@ -112,6 +112,34 @@ def certainty_for(
     return cross_pod_certainty(size_ms, [p or "?" for p in pods], clocks, settings)
 
 
+def certainty_columns(
+    size_ms: pl.Expr, pods: tuple[str, str], clocks: tuple[str, str], settings: Settings
+) -> list[pl.Expr]:
+    """`certainty_for` as two columns, `certainty` and `caveat`, computed for every row at once.
+
+    Same rules and sentences: uncertain when the two pods differ (a null pod is its own unknown pod) and
+    either the log has no wall clock or the size is within the clock-skew bound.
+    """
+    two_pods = pl.col(pods[0]).fill_null("?") != pl.col(pods[1]).fill_null("?")
+    no_wall = pl.any_horizontal(
+        *[(pl.col(c).is_not_null() & (pl.col(c) != "wall")).fill_null(False) for c in clocks]
+    )
+    _, no_wall_caveat = cross_pod_certainty(None, ["a", "b"], ["elapsed", None], settings)
+    _, skew_caveat = cross_pod_certainty(0.0, ["a", "b"], ["wall", "wall"], settings)
+    within_skew = (size_ms <= settings.max_skew_ms).fill_null(False)
+    caveat = (
+        pl.when(two_pods & no_wall)
+        .then(pl.lit(no_wall_caveat))
+        .when(two_pods & within_skew)
+        .then(pl.lit(skew_caveat))
+        .otherwise(pl.lit(""))
+    )
+    return [
+        pl.when(caveat == "").then(pl.lit("certain")).otherwise(pl.lit("uncertain")).alias("certainty"),
+        caveat.alias("caveat"),
+    ]
+
+
 def nice_ceil_ms(ms: float) -> float:
     """Round a suggested duration up to a value people configure: whole seconds, then 5 s, 30 s, minutes."""
     import math

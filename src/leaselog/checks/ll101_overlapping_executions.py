@@ -58,20 +58,20 @@ def pairs(executions: pl.DataFrame) -> pl.DataFrame:
     return p.filter(pl.col("overlap_ms") > 0).sort("job_id", "overlap_start")
 
 
-def _results(comp: pl.DataFrame, a: str, b: str) -> str:
-    """Which of the two overlapping executions' results was accepted: load versus corruption."""
-    mine = comp.filter(pl.col("execution_id").is_in([a, b]))
-    if mine.height == 0:
+def _results(completed: set[str], accepted: set[str], a: str, b: str) -> str:
+    """Which of the two overlapping executions' results was accepted: load versus corruption.
+
+    `completed`: execution ids with a completion attempt; `accepted`: those with an accepted one.
+    """
+    if a not in completed and b not in completed:
         return ""
-    accepted = (
-        mine.filter(pl.col("outcome") == "accepted")["execution_id"].unique(maintain_order=True).to_list()
-    )
-    if len(accepted) == 2:
+    mine = [x for x in dict.fromkeys([a, b]) if x in accepted]
+    if len(mine) == 2:
         return " Both results were accepted: a duplicate committed effect (see duplicate_effect)."
-    if len(accepted) == 1:
-        other = b if accepted[0] == a else a
+    if len(mine) == 1:
+        other = b if mine[0] == a else a
         return (
-            f" Only {accepted[0]}'s result was accepted ({other}'s was turned away or never completed): the "
+            f" Only {mine[0]}'s result was accepted ({other}'s was turned away or never completed): the "
             "overlapping computation was load, not corruption."
         )
     return " Neither completion was accepted."
@@ -80,6 +80,8 @@ def _results(comp: pl.DataFrame, a: str, b: str) -> str:
 def check(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
     comp = completions(ctx)
+    completed = set(comp["execution_id"].drop_nulls().to_list())
+    accepted = set(comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().to_list())
     lat = dict(zip(ctx.leases["execution_id"], ctx.leases["confirm_latency_ms"], strict=True))
     for r in pairs(ctx.executions).iter_rows(named=True):
         a, b = r["execution_id"], r["execution_id_b"]
@@ -115,7 +117,7 @@ def check(ctx: CheckContext) -> list[Finding]:
             skew_bound, skew_note = handover_skew_note(r["pod"], r["pod_b"], gap, lat.get(a))
         message = (
             f"{opening}{running}: {format_duration(size)} of overlapping execution.{tail}"
-            f"{_results(comp, a, b)}{skew_note}{caveat}"
+            f"{_results(completed, accepted, a, b)}{skew_note}{caveat}"
         )
         evidence = [
             *ev(r["file"], r["started_line"] or r["acquired_line"], f"{a} starts"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_for, ev, handover_skew_note, ms_expr, when
+from leaselog.checks.base import CheckContext, certainty_columns, ev, handover_skew_note, ms_expr, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -175,9 +175,59 @@ def _why(r: dict[str, object], path: str) -> str:
     )
 
 
+# what a finding is phrased from (rows carry only these into Python)
+_USED = [
+    "job_id",
+    "trigger_path",
+    "earlier_attempts",
+    "same_message",
+    "since_expiry_ms",
+    "earlier_still_running",
+    "certainty",
+    "caveat",
+    "execution_id",
+    "pod",
+    "clock",
+    "end",
+    "end_kind",
+    "valid_until",
+    "finish_status",
+    "identity",
+    "file",
+    "first_line",
+    "triggered_file",
+    "triggered_line",
+    "confirm_latency_ms",
+    "execution_id_new",
+    "pod_new",
+    "clock_new",
+    "start_new",
+    "acquired_at_new",
+    "denied_at_new",
+    "trigger_new",
+    "identity_new",
+    "mid_new",
+    "offset_new",
+    "message_id_new",
+    "delivery_count_new",
+    "attempt_new",
+    "file_new",
+    "first_line_new",
+    "triggered_file_new",
+    "triggered_line_new",
+    "acquired_line_new",
+]
+
+
 def check(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
-    for r in attempts(ctx.executions, ctx.leases).iter_rows(named=True):
+    found = attempts(ctx.executions, ctx.leases).with_columns(
+        # how far to trust the time since the earlier lease expired: the same for every row, so as columns
+        certainty_columns(
+            pl.col("since_expiry_ms").abs(), ("pod", "pod_new"), ("clock", "clock_new"), ctx.settings
+        )
+    )
+    for r in found.select(_USED).iter_rows(named=True):
         path = r["trigger_path"]
         new, old = r["execution_id_new"], r["execution_id"]
         ck, ck_new = r["clock"], r["clock_new"]
@@ -195,9 +245,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 f"{rel} {old}'s lease ended at {when(r['valid_until'], ck)}: lease expiry explains why it could "
                 "acquire, the trigger explains why it tried."
             )
-            certainty, caveat = certainty_for(
-                abs(since), [r["pod"], r["pod_new"]], [ck, ck_new], ctx.settings
-            )
+            certainty, caveat = r["certainty"], r["caveat"]
             if ck == "wall" and ck_new == "wall":
                 skew_bound, note = handover_skew_note(r["pod"], r["pod_new"], since, r["confirm_latency_ms"])
                 message += note
