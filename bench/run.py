@@ -12,7 +12,11 @@ Each contender runs as its own process (wall time and peak RSS measured with os.
   d  jq -c 'select(.event != null)'
 Correctness: leaselog's overlapping_executions findings == the generator's ground truth (jobId + pair).
 Input is made by ../shared/bench/gen_synth.py into bench/data/ (git-ignored), once; 4x is four copies
-with their jobIds/executionIds/pods renamed apart, so the truth is four times the 1x truth.
+with their jobIds/executionIds/pods renamed apart, so the truth is four times the 1x truth. noise4x is
+the 1x input grown to 4x its size by unrelated lines only: every lease-event line is kept byte for byte,
+the unrelated lines are repeated in place, so the lease events and the truth are exactly the 1x ones (what
+shows whether memory follows the lease events kept or the input size). gen_synth's own `--noise` would
+not do: its noise lines draw from the same random stream as the jobs, so the lease events would change.
 """
 
 from __future__ import annotations
@@ -180,6 +184,32 @@ def make_4x(src: Path) -> Path:
     return out
 
 
+def make_noise4x(src: Path) -> Path:
+    """The input grown to 4x its bytes by unrelated lines only: lease-event lines (those with an `"event"`
+    key) are written once, unchanged and in order; each unrelated line is repeated in place as often as
+    keeps the output at 4x the input read so far."""
+    out = src.with_name(src.stem + "-noise4x.jsonl")
+    if out.exists():
+        return out
+    print(f"writing {out} ...", flush=True)
+    read = written = 0
+    with src.open("rb") as r, out.open("wb") as w:
+        buf: list[bytes] = []
+        for line in r:
+            read += len(line)
+            buf.append(line)
+            written += len(line)
+            if b'"event":' not in line:
+                while written < 4 * read:
+                    buf.append(line)
+                    written += len(line)
+            if len(buf) >= 100_000:
+                w.write(b"".join(buf))
+                buf.clear()
+        w.write(b"".join(buf))
+    return out
+
+
 def make_gz(src: Path) -> Path:
     out = src.with_name(src.name + ".gz")
     if not out.exists():
@@ -247,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", default="seed", choices=["seed", "ecs"], help="gen_synth shape (seed = flat)")
     ap.add_argument("--data", type=Path, default=ROOT / "bench" / "data")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
-    ap.add_argument("--no-scaling", action="store_true", help="skip the 4x and gzip runs")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the 4x, noise4x and gzip runs")
     ap.add_argument("--only", default="abcd", help="contenders to run, e.g. `ab`")
     ap.add_argument("--stages", action="store_true", help="also time leaselog's stages in one process")
     a = ap.parse_args(argv)
@@ -311,12 +341,14 @@ def main(argv: list[str] | None = None) -> int:
 
     if not a.no_scaling and "a" in timings:
         x4 = make_4x(x)
+        xn = make_noise4x(x)
         gz = make_gz(x)
         scale: dict[str, Any] = {}
-        for label, path, copies in (("4x", x4, 4), ("gzip", gz, 1)):
+        for label, path, copies in (("4x", x4, 4), ("noise4x", xn, 1), ("gzip", gz, 1)):
             o = a.results / f"leaselog-{a.format}-{a.jobs}-{label}.json"
             print(f"running a on {label} ...", flush=True)
-            t = measure(f"a {label}", leaselog_cmd(path, o), max(1, a.runs - 1) if label == "4x" else a.runs)
+            big = label in ("4x", "noise4x")
+            t = measure(f"a {label}", leaselog_cmd(path, o), max(1, a.runs - 1) if big else a.runs)
             scale[label] = {
                 "wall_s": t.wall,
                 "walls": t.walls,
@@ -327,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
         base = timings["a"]
         scale["time_4x_over_1x"] = scale["4x"]["wall_s"] / base.wall
         scale["rss_4x_over_1x"] = scale["4x"]["peak_rss_mb"] / base.rss
+        scale["time_noise4x_over_1x"] = scale["noise4x"]["wall_s"] / base.wall
+        scale["rss_noise4x_over_1x"] = scale["noise4x"]["peak_rss_mb"] / base.rss
         scale["time_gzip_over_plain"] = scale["gzip"]["wall_s"] / base.wall
         report["scaling"] = scale
 
@@ -348,6 +382,11 @@ def main(argv: list[str] | None = None) -> int:
             f"4x: {s['4x']['wall_s']:.2f} s ({s['time_4x_over_1x']:.2f}x time), peak RSS "
             f"{s['4x']['peak_rss_mb']:.0f} MB ({s['rss_4x_over_1x']:.2f}x); overlaps equal: "
             f"{s['4x']['correctness']['equal']}"
+        )
+        print(
+            f"noise4x (4x the bytes, same lease events): {s['noise4x']['wall_s']:.2f} s "
+            f"({s['time_noise4x_over_1x']:.2f}x time), peak RSS {s['noise4x']['peak_rss_mb']:.0f} MB "
+            f"({s['rss_noise4x_over_1x']:.2f}x); overlaps equal: {s['noise4x']['correctness']['equal']}"
         )
         print(
             f"gzip: {s['gzip']['wall_s']:.2f} s ({s['time_gzip_over_plain']:.2f}x plain), peak RSS "
