@@ -22,6 +22,32 @@ KIND = "lease_outlived"
 SEVERITY = "error"
 
 
+# what a finding is phrased from (rows carry only these into Python)
+_USED = [
+    "job_id",
+    "execution_id",
+    "pod",
+    "clock",
+    "ttl_ms",
+    "renewals",
+    "end_kind",
+    "acquired_at",
+    "expires_at",
+    "end",
+    "zombie_ms",
+    "runtime_ms",
+    "file",
+    "acquired_line",
+    "last_file",
+    "ended_line",
+    "last_line",
+    "next_id",
+    "next_at",
+    "next_file",
+    "next_line",
+]
+
+
 def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     """Executions whose last moment alive lies after their lease's expiry (not after a release)."""
     return (
@@ -71,7 +97,7 @@ def check(ctx: CheckContext) -> list[Finding]:
     alone = z.join(taken.select("job_id", "execution_id"), on=["job_id", "execution_id"], how="anti")
     z = pl.concat([taken, alone], how="diagonal_relaxed").sort("job_id", "expires_at")
     out: list[Finding] = []
-    for r in z.iter_rows(named=True):
+    for r in z.select(_USED).iter_rows(named=True):
         ck = r["clock"]
         ttl = format_duration(r["ttl_ms"])
         renewed = "no renewal extended it" if r["renewals"] == 0 else "no later renewal was confirmed"

@@ -20,6 +20,25 @@ KIND = "stale_release"
 SEVERITY = "warning"
 
 
+# what a finding is phrased from (rows carry only these into Python)
+_USED = [
+    "job_id",
+    "execution_id",
+    "pod",
+    "clock",
+    "t",
+    "raw_event",
+    "file",
+    "line",
+    "expires_at",
+    "holder",
+    "holder_pod",
+    "holder_acquired",
+    "holder_file",
+    "holder_line",
+]
+
+
 def check(ctx: CheckContext) -> list[Finding]:
     rel = ctx.events.filter((pl.col("event") == "lock_released") & (pl.col("released") == False))  # noqa: E712
     if rel.height == 0:
@@ -49,7 +68,8 @@ def check(ctx: CheckContext) -> list[Finding]:
         pl.lit(None, dtype=pl.String).alias("holder")
     )
     out: list[Finding] = []
-    for r in pl.concat([found, missing], how="diagonal_relaxed").sort("seq").iter_rows(named=True):
+    rows = pl.concat([found, missing], how="diagonal_relaxed").sort("seq").select(_USED)
+    for r in rows.iter_rows(named=True):
         ck = r["clock"]
         base = f"{r['execution_id']} ({r['pod']}) released {r['job_id']} at {when(r['t'], ck)} and deleted nothing"
         raw = r["raw_event"]
