@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,8 @@ class CheckContext:
     leases: pl.DataFrame
     renewals: pl.DataFrame
     settings: Settings
+    # frames several checks derive the same way (e.g. `completions`), derived once per analysis
+    derived: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
 
 
 def when(t: datetime | None, clock: str | None = "wall") -> str:
@@ -171,6 +173,12 @@ def renewal_phrase(outcome: str | None, late: bool = False) -> str:
 
 def completions(ctx: CheckContext) -> pl.DataFrame:
     """Completion attempts with their outcome and fencing token (the event's, else the execution's lease's)."""
+    if "completions" not in ctx.derived:
+        ctx.derived["completions"] = _completions(ctx)
+    return ctx.derived["completions"]
+
+
+def _completions(ctx: CheckContext) -> pl.DataFrame:
     ex = ctx.executions.select(
         "job_id", "execution_id", "timeline", pl.col("fencing_token").alias("lease_token")
     )

@@ -79,11 +79,15 @@ def _results(completed: set[str], accepted: set[str], a: str, b: str) -> str:
 
 def check(ctx: CheckContext) -> list[Finding]:
     out: list[Finding] = []
-    comp = completions(ctx)
+    found = pairs(ctx.executions)
+    # only the executions in a pair are looked up: their completions and their leases' confirm latency
+    ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique()
+    comp = completions(ctx).filter(pl.col("execution_id").is_in(ids.implode()))
     completed = set(comp["execution_id"].drop_nulls().to_list())
     accepted = set(comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().to_list())
-    lat = dict(zip(ctx.leases["execution_id"], ctx.leases["confirm_latency_ms"], strict=True))
-    for r in pairs(ctx.executions).iter_rows(named=True):
+    mine = ctx.leases.filter(pl.col("execution_id").is_in(ids.implode(), nulls_equal=True))
+    lat = dict(zip(mine["execution_id"], mine["confirm_latency_ms"], strict=True))
+    for r in found.iter_rows(named=True):
         a, b = r["execution_id"], r["execution_id_b"]
         ck_a, ck_b = r["clock"], r["clock_b"]
         size = r["overlap_ms"]
