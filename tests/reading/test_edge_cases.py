@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 
 import leaselog
 from leaselog.cli import main
@@ -193,3 +194,37 @@ def test_truncated_gzip_keeps_the_lines_before_the_cut(tmp_path: Path) -> None:
     r = report(a, "cut.jsonl.gz")
     assert r.used > 1000 and r.error is not None
     assert a.malformed["reason"][-1].startswith("unreadable from here on")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x1f\x8b",
+        b'\x1f\x8b\x08\x00garbage\n{"a":1}\n',
+        b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 64,
+    ],
+    ids=["magic-only", "magic-then-text", "corrupt-deflate"],
+)
+def test_gzip_magic_without_gzip_is_read_as_bytes(tmp_path: Path, data: bytes) -> None:
+    # Not one line of gzip behind the magic bytes: the file is read as it is, every line accounted.
+    p = tmp_path / "x.log"
+    p.write_bytes(data)
+    a = leaselog.analyze(p)
+    t = a.line_totals()
+    assert t["total"] >= 1 and t["used"] + t["ignored"] + t["malformed"] == t["total"]
+    assert t["malformed"] >= 1 and a.malformed.height >= 1
+
+
+def test_corrupt_gzip_after_good_lines_keeps_them(tmp_path: Path) -> None:
+    body = b"".join(
+        b'{"ts":"2026-01-01T00:00:%02dZ","jobId":"j","executionId":"e","event":"job_started"}\n' % (i % 60)
+        for i in range(3000)
+    )
+    packed = gzip.compress(body)
+    p = tmp_path / "cut.jsonl.gz"
+    p.write_bytes(packed[: len(packed) // 2])
+    a = leaselog.analyze(p)
+    t = a.line_totals()
+    assert 0 < t["used"] < 3000
+    assert t["used"] + t["ignored"] + t["malformed"] == t["total"]
+    assert "read stopped" in (a.input_reports[0].error or "")

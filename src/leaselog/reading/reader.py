@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import io
 import sys
+import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -132,7 +133,7 @@ def _read_some(fh: IO[bytes], size: int) -> tuple[bytes, BaseException | None]:
                 break
             parts.append(piece)
             got += len(piece)
-    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; corrupt data is zlib's
         return b"".join(parts), e
     return b"".join(parts), None
 
@@ -226,7 +227,19 @@ class Reader:
             return report
         try:
             self._read_stream(index, fh, report, Path(display).name)
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except (OSError, EOFError, zlib.error) as e:  # a cut or corrupt gzip: keep what came before
+            if (
+                isinstance(fh, gzip.GzipFile)
+                and not source.is_stdin
+                and report.lines == 0
+                and not report.used
+            ):
+                # gzip's magic bytes but not one line of gzip behind them: not gzip at all, so read the
+                # bytes as they are (they end up counted and located like any other bad line)
+                fh.close()
+                with open(source.path, "rb") as plain:
+                    self._read_stream(index, plain, report, Path(display).name)
+                return report
             report.error = f"read stopped at line {report.lines + 1}: {e}"
             self._bad(report, report.lines + 1, f"unreadable from here on: {e}")
             # the unreadable rest counts as one malformed line, so the counts still add up
