@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 import leaselog
 from leaselog import schema
 from leaselog.cli import main
+from leaselog.events import CANONICAL_EVENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
@@ -394,20 +395,7 @@ def test_a_loaded_analysis_draws_the_same_figures(sample: leaselog.Analysis, tmp
     assert back.overview().to_plotly_json() == sample.overview().to_plotly_json()
 
 
-_EVENTS = [
-    "job_triggered",
-    "lock_acquired",
-    "lock_denied",
-    "job_started",
-    "lease_renewal",
-    "ownership_lost",
-    "job_stop_requested",
-    "job_stopped",
-    "job_finished",
-    "lock_released",
-    "completion",
-    "job_progress",
-]
+_EVENTS = list(CANONICAL_EVENTS)
 
 
 @st.composite

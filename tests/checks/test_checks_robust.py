@@ -12,25 +12,11 @@ from hypothesis import strategies as st
 import leaselog
 from conftest import jsonl
 from leaselog.checks import REGISTRY
+from leaselog.events import CANONICAL_EVENTS
 
 KINDS = {m.KIND for m in REGISTRY}  # type: ignore[attr-defined]
-EVENTS = [
-    "job_triggered",
-    "lock_acquired",
-    "lock_denied",
-    "job_started",
-    "lease_renewal",
-    "ownership_lost",
-    "job_stop_requested",
-    "job_stopped",
-    "job_finished",
-    "lock_released",
-    "completion",
-    "job_progress",
-    "release_failed",
-    "release_deleted_0",
-    "lease_renewal_timeout",
-]
+# every canonical event, plus aliases that imply a field (an outcome, a release result)
+EVENTS = [*CANONICAL_EVENTS, "release_failed", "release_deleted_0", "lease_renewal_timeout"]
 
 event_row = st.fixed_dictionaries(
     {

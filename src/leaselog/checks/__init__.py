@@ -14,47 +14,21 @@ confirming call ahead of A's.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
 from collections.abc import Callable
 from types import ModuleType
 
-from leaselog.checks import (
-    ll101_overlapping_executions,
-    ll102_lease_outlived,
-    ll103_concurrent_leases,
-    ll201_renewal_failed,
-    ll202_renewal_gap,
-    ll203_ownership_loss_unhandled,
-    ll204_stop_delayed,
-    ll205_stop_unconfirmed,
-    ll301_stale_release,
-    ll302_release_failed,
-    ll401_second_attempt,
-    ll501_duplicate_effect,
-    ll502_stale_write_accepted,
-    ll503_completion_rejected,
-    ll601_crash_takeover,
-    ll701_lease_settings,
-)
 from leaselog.checks.base import CheckContext
 from leaselog.findings import Finding, gc_paused
 
-REGISTRY: tuple[ModuleType, ...] = (
-    ll101_overlapping_executions,
-    ll102_lease_outlived,
-    ll103_concurrent_leases,
-    ll201_renewal_failed,
-    ll202_renewal_gap,
-    ll203_ownership_loss_unhandled,
-    ll204_stop_delayed,
-    ll205_stop_unconfirmed,
-    ll301_stale_release,
-    ll302_release_failed,
-    ll401_second_attempt,
-    ll501_duplicate_effect,
-    ll502_stale_write_accepted,
-    ll503_completion_rejected,
-    ll601_crash_takeover,
-    ll701_lease_settings,
+# Every `llNNN_<kind>.py` module in this package, in code order (tests keep codes, kinds, docstrings and
+# fixtures complete, so a new check only has to be dropped in here).
+REGISTRY: tuple[ModuleType, ...] = tuple(
+    importlib.import_module(f"{__name__}.{m.name}")
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+    if re.fullmatch(r"ll\d{3}_\w+", m.name)
 )
 
 CheckFn = Callable[[CheckContext], list[Finding]]
