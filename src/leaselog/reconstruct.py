@@ -138,7 +138,7 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """
     ttl = leases.select(*EXEC_KEYS, "ttl_ms")
     pts = (
-        events.select(*EXEC_KEYS, "t", "seq", "event", "renewal_outcome", "line", "latency_ms")
+        events.select(*EXEC_KEYS, "t", "seq", "event", "renewal_outcome", "file", "line", "latency_ms")
         .filter((pl.col("event") == "lock_acquired") | (pl.col("event") == "lease_renewal"))
         .join(ttl, on=EXEC_KEYS, how="inner")
         .sort([*EXEC_KEYS, "seq"])
@@ -161,7 +161,7 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     pts = pts.with_columns(_cum_sum_within((~ok).cast(pl.Int32), _run_start(EXEC_KEYS)).alias("breaks"))
     return (
         pts.filter(pl.col("breaks") == 0)
-        .select(*EXEC_KEYS, "t", "seq", "event", "line", "latency_ms")
+        .select(*EXEC_KEYS, "t", "seq", "event", "file", "line", "latency_ms")
         .sort("seq")
     )
 
@@ -220,22 +220,28 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         _first("lock_acquired", "fencing_token").alias("fencing_token"),
         _first("lock_denied").alias("denied_at"),
         _first("lock_denied", "line").alias("denied_line"),
+        _first("lock_denied", "file").alias("denied_file"),
         _first("job_started").alias("started_at"),
         pl.col("t").filter(terminal).first().alias("ended_at"),
         pl.col("event").filter(terminal).first().alias("end_event"),
         _first("ownership_lost").alias("ownership_lost_at"),
         _first("ownership_lost", "line").alias("ownership_lost_line"),
+        _first("ownership_lost", "file").alias("ownership_lost_file"),
         _first("ownership_lost", "reason").alias("ownership_lost_reason"),
         _first("job_stop_requested").alias("stop_requested_at"),
         _first("job_stop_requested", "line").alias("stop_requested_line"),
+        _first("job_stop_requested", "file").alias("stop_requested_file"),
         _first("job_stop_requested", "reason").alias("stop_reason"),
         _first("job_stopped").alias("stopped_at"),
         _first("job_stopped", "line").alias("stopped_line"),
+        _first("job_stopped", "file").alias("stopped_file"),
         _first("job_finished").alias("finished_at"),
         _first("job_finished", "line").alias("finished_line"),
+        _first("job_finished", "file").alias("finished_file"),
         _first("job_finished", "status").alias("finish_status"),
         _first("lock_released").alias("released_at"),
         _first("lock_released", "line").alias("released_line"),
+        _first("lock_released", "file").alias("released_file"),
         _first("lock_released", "released").alias("release_deleted"),
         _first("lock_released", "release_outcome").alias("release_outcome"),
         # the first moment the execution had reason to doubt its ownership: a renewal that did not
@@ -254,8 +260,16 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         )
         .first()
         .alias("_doubt_line"),
+        pl.col("file")
+        .filter(
+            ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
+            | (pl.col("event") == "ownership_lost")
+        )
+        .first()
+        .alias("_doubt_file"),
         pl.col("t").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_at"),
         pl.col("line").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_line"),
+        pl.col("file").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_file"),
         (pl.col("event") == "lease_renewal").sum().cast(pl.Int64).alias("renewals"),
         ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
         .sum()
@@ -263,9 +277,13 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         .alias("renewal_failures"),
         pl.col("file").first(),
         pl.col("line").first().alias("first_line"),
+        pl.col("file").first().alias("first_file"),
         _first("lock_acquired", "line").alias("acquired_line"),
+        _first("lock_acquired", "file").alias("acquired_file"),
         _first("job_started", "line").alias("started_line"),
+        _first("job_started", "file").alias("started_file"),
         pl.col("line").filter(terminal).first().alias("ended_line"),
+        pl.col("file").filter(terminal).first().alias("ended_file"),
         pl.col("line").last().alias("last_line"),
         pl.col("file").last().alias("last_file"),
         pl.len().alias("n_events"),
@@ -312,6 +330,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         "release_deleted",
         "file",
         "acquired_line",
+        "acquired_file",
     )
     anchors = _anchors(ev, leases_base)
     last_anchor = (
@@ -323,6 +342,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             # where the lease's final expiry was set, and how long that call took: Redis started the TTL
             # somewhere inside that latency, so the logged expiry is late by up to this much
             pl.col("line").last().alias("last_confirmed_line"),
+            pl.col("file").last().alias("last_confirmed_file"),
             pl.col("latency_ms").last().alias("confirm_latency_ms"),
         )
     )
@@ -360,7 +380,11 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     late = (
         rn.filter(pl.col("late"))
         .group_by(EXEC_KEYS)
-        .agg(pl.col("t").min().alias("_late_at"), pl.col("line").sort_by("t").first().alias("_late_line"))
+        .agg(
+            pl.col("t").min().alias("_late_at"),
+            pl.col("line").sort_by("t").first().alias("_late_line"),
+            pl.col("file").sort_by("t").first().alias("_late_file"),
+        )
     )
     ex = (
         ex.join(late, on=EXEC_KEYS, how="left", maintain_order="left")
@@ -373,7 +397,14 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             .then(pl.col("_late_line"))
             .otherwise(pl.col("_doubt_line"))
             .alias("ownership_uncertain_line"),
+            pl.when(
+                pl.col("_late_at").is_not_null()
+                & (pl.col("_doubt_at").is_null() | (pl.col("_late_at") < pl.col("_doubt_at")))
+            )
+            .then(pl.col("_late_file"))
+            .otherwise(pl.col("_doubt_file"))
+            .alias("ownership_uncertain_file"),
         )
-        .drop("_doubt_at", "_doubt_line", "_late_at", "_late_line")
+        .drop("_doubt_at", "_doubt_line", "_doubt_file", "_late_at", "_late_line", "_late_file")
     )
     return ex, leases, rn

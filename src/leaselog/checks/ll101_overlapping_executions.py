@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, completions, cross_pod_certainty, ev, handover_skew_note, when
+from leaselog.checks.base import (
+    CheckContext,
+    at,
+    completions,
+    cross_pod_certainty,
+    ev,
+    handover_skew_note,
+    when,
+)
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -32,10 +40,12 @@ _COLS = [
     "acquired_at",
     "valid_until",
     "expires_at",
-    "file",
     "started_line",
+    "started_file",
     "acquired_line",
+    "acquired_file",
     "ended_line",
+    "ended_file",
     "last_line",
     "last_file",
     "first_seq",
@@ -124,10 +134,10 @@ def check(ctx: CheckContext) -> list[Finding]:
             f"{_results(completed, accepted, a, b)}{skew_note}{caveat}"
         )
         evidence = [
-            *ev(r["file"], r["started_line"] or r["acquired_line"], f"{a} starts"),
-            *ev(r["file_b"], r["acquired_line_b"], f"{b} acquires"),
-            *ev(r["file_b"], r["started_line_b"], f"{b} starts"),
-            *ev(r["last_file"], r["ended_line"] or r["last_line"], f"{a} last seen / ends"),
+            *ev(*at(r, "started", "acquired"), f"{a} starts"),
+            *ev(*at(r, "acquired", suffix="_b"), f"{b} acquires"),
+            *ev(*at(r, "started", suffix="_b"), f"{b} starts"),
+            *ev(*at(r, "ended", "last"), f"{a} last seen / ends"),
         ]
         out.append(
             Finding(

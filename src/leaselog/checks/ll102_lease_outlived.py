@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, when
+from leaselog.checks.base import CheckContext, at, ev, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 from leaselog.reconstruct import elapsed_bounds
@@ -36,10 +36,11 @@ _USED = [
     "end",
     "zombie_ms",
     "runtime_ms",
-    "file",
+    "acquired_file",
     "acquired_line",
-    "last_file",
+    "ended_file",
     "ended_line",
+    "last_file",
     "last_line",
     "next_id",
     "next_at",
@@ -83,7 +84,7 @@ def check(ctx: CheckContext) -> list[Finding]:
         "timeline",
         pl.col("execution_id").alias("next_id"),
         pl.col("acquired_at").alias("next_at"),
-        pl.col("file").alias("next_file"),
+        pl.col("acquired_file").alias("next_file"),
         pl.col("acquired_line").alias("next_line"),
     )
     taken = (
@@ -112,8 +113,8 @@ def check(ctx: CheckContext) -> list[Finding]:
             message += f" Meanwhile {r['next_id']} acquired the key at {when(r['next_at'], ck)}."
             takeover = (r["next_id"],)
         evidence = [
-            *ev(r["file"], r["acquired_line"], "lease acquired"),
-            *ev(r["last_file"], r["ended_line"] or r["last_line"], "still running / ends"),
+            *ev(r["acquired_file"], r["acquired_line"], "lease acquired"),
+            *ev(*at(r, "ended", "last"), "still running / ends"),
         ]
         if takeover:
             evidence += ev(r["next_file"], r["next_line"], "another execution acquires")

@@ -32,7 +32,7 @@ _COLS = [
     "expires_at",
     "last_confirmed_at",
     "ttl_ms",
-    "file",
+    "acquired_file",
     "acquired_line",
     "fencing_token",
     "first_seq",
@@ -41,11 +41,15 @@ _COLS = [
 
 def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """Pairs (a acquired first, b later) of one job's leases where b was acquired before a's lease ended."""
-    lz = leases.select("job_id", "execution_id", "last_confirmed_line", "confirm_latency_ms")
+    lz = leases.select(
+        "job_id", "execution_id", "last_confirmed_file", "last_confirmed_line", "confirm_latency_ms"
+    )
     x = (
         executions.filter(pl.col("acquired_at").is_not_null() & pl.col("valid_until").is_not_null())
         .join(lz, on=["job_id", "execution_id"], how="left")
-        .select("job_id", "timeline", *_COLS, "last_confirmed_line", "confirm_latency_ms")
+        .select(
+            "job_id", "timeline", *_COLS, "last_confirmed_file", "last_confirmed_line", "confirm_latency_ms"
+        )
     )
     p = x.join(x, on=["job_id", "timeline"], suffix="_b").filter(
         (pl.col("acquired_at") < pl.col("acquired_at_b"))
@@ -87,13 +91,14 @@ def check(ctx: CheckContext) -> list[Finding]:
             )
         message += caveat
         evidence = [
-            *ev(r["file"], r["acquired_line"], f"{a} acquires"),
+            *ev(r["acquired_file"], r["acquired_line"], f"{a} acquires"),
             *(
-                ev(r["file"], r["last_confirmed_line"], f"{a}'s lease last confirmed")
-                if r["last_confirmed_line"] != r["acquired_line"]
+                ev(r["last_confirmed_file"], r["last_confirmed_line"], f"{a}'s lease last confirmed")
+                if (r["last_confirmed_file"], r["last_confirmed_line"])
+                != (r["acquired_file"], r["acquired_line"])
                 else []
             ),
-            *ev(r["file_b"], r["acquired_line_b"], f"{b} acquires while {a}'s lease is valid"),
+            *ev(r["acquired_file_b"], r["acquired_line_b"], f"{b} acquires while {a}'s lease is valid"),
         ]
         out.append(
             Finding(

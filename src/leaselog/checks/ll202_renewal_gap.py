@@ -131,7 +131,7 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
         .agg(pl.all().last())
         .filter((pl.col("renewal_outcome") == "success") & ~pl.col("late"))
         .join(
-            ctx.executions.select(*EXEC_KEYS, "last_work_at", "last_work_line", "file", pl.col("n_events")),
+            ctx.executions.select(*EXEC_KEYS, "last_work_at", "last_work_line", "last_work_file", "n_events"),
             on=EXEC_KEYS,
             how="inner",
             suffix="_x",
@@ -159,7 +159,7 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
         "gap_ms",
         pl.col("file").alias("start_file"),
         pl.col("line").alias("start_line"),
-        pl.col("file_x").alias("end_file"),
+        pl.col("last_work_file").alias("end_file"),
         pl.col("last_work_line").alias("end_line"),
         pl.lit("trailing").alias("gap_kind"),
         "renewal_outcome",

@@ -42,22 +42,28 @@ def check(ctx: CheckContext) -> list[Finding]:
         return []
     keys = ["job_id", "execution_id"]
     # what happened on the line that cast doubt, and on the last work line (joined, not looked up per row)
-    line_ev = ctx.events.select(*keys, "line", "event", "raw_event", "renewal_outcome", "reason").unique(
-        [*keys, "line"], keep="first"
-    )
+    line_ev = ctx.events.select(
+        *keys, "file", "line", "event", "raw_event", "renewal_outcome", "reason"
+    ).unique([*keys, "file", "line"], keep="first")
     u = u.join(
         line_ev.rename(
-            {"line": "ownership_uncertain_line", "event": "cause_event", "raw_event": "cause_raw"}
+            {
+                "file": "ownership_uncertain_file",
+                "line": "ownership_uncertain_line",
+                "event": "cause_event",
+                "raw_event": "cause_raw",
+            }
         ),
-        on=[*keys, "ownership_uncertain_line"],
+        on=[*keys, "ownership_uncertain_file", "ownership_uncertain_line"],
         how="left",
     ).join(
         line_ev.select(
             *keys,
+            pl.col("file").alias("last_work_file"),
             pl.col("line").alias("last_work_line"),
             pl.coalesce("raw_event", "event").alias("last_name"),
         ),
-        on=[*keys, "last_work_line"],
+        on=[*keys, "last_work_file", "last_work_line"],
         how="left",
     )
     accepted = (
@@ -100,8 +106,12 @@ def check(ctx: CheckContext) -> list[Finding]:
                 duration_ms=r["worked_ms"],
                 message=message,
                 evidence=(
-                    *ev(r["file"], r["ownership_uncertain_line"], "ownership lost / uncertain"),
-                    *ev(r["last_file"], r["last_work_line"], "still working"),
+                    *ev(
+                        r["ownership_uncertain_file"],
+                        r["ownership_uncertain_line"],
+                        "ownership lost / uncertain",
+                    ),
+                    *ev(r["last_work_file"], r["last_work_line"], "still working"),
                 ),
                 details={"cause": cause, "completionAcceptedAfter": r["accepted_at"] is not None},
             )

@@ -35,6 +35,10 @@ def stop_delays(executions: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("ownership_lost_line"))
         .alias("stop_from_line"),
         pl.when(pl.col("stop_requested_at").is_not_null())
+        .then(pl.col("stop_requested_file"))
+        .otherwise(pl.col("ownership_lost_file"))
+        .alias("stop_from_file"),
+        pl.when(pl.col("stop_requested_at").is_not_null())
         .then(pl.lit("stop request"))
         .otherwise(pl.lit("ownership loss"))
         .alias("stop_from_kind"),
@@ -47,6 +51,10 @@ def stop_delays(executions: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("ended_line"))
         .otherwise(pl.col("last_work_line"))
         .alias("stop_to_line"),
+        pl.when(confirmed)
+        .then(pl.col("ended_file"))
+        .otherwise(pl.col("last_work_file"))
+        .alias("stop_to_file"),
     ).with_columns(ms_expr("stop_from", "stop_to").alias("stop_delay_ms"))
 
 
@@ -97,8 +105,10 @@ def check(ctx: CheckContext) -> list[Finding]:
                 duration_ms=r["stop_delay_ms"],
                 message=message,
                 evidence=(
-                    *ev(r["file"], r["stop_from_line"], r["stop_from_kind"]),
-                    *ev(r["last_file"], r["stop_to_line"], "stopped" if r["confirmed"] else "still working"),
+                    *ev(r["stop_from_file"], r["stop_from_line"], r["stop_from_kind"]),
+                    *ev(
+                        r["stop_to_file"], r["stop_to_line"], "stopped" if r["confirmed"] else "still working"
+                    ),
                 ),
                 details={"stopSloMs": slo, "confirmed": r["confirmed"], "from": r["stop_from_kind"]},
             )

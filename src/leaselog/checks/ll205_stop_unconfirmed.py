@@ -39,8 +39,8 @@ def check(ctx: CheckContext) -> list[Finding]:
         else:
             message += "; the request is its last line"
         message += ". A stop request needs a later job_stopped event so stopping delay can be measured."
-        evidence = [*ev(r["file"], r["stop_requested_line"], "stop requested")]
-        if r["last_line"] != r["stop_requested_line"]:
+        evidence = [*ev(r["stop_requested_file"], r["stop_requested_line"], "stop requested")]
+        if (r["last_file"], r["last_line"]) != (r["stop_requested_file"], r["stop_requested_line"]):
             evidence += ev(r["last_file"], r["last_line"], "last line, no stop confirmed")
         out.append(
             Finding(

@@ -49,7 +49,7 @@ def check(ctx: CheckContext) -> list[Finding]:
         pl.col("pod").alias("holder_pod"),
         pl.col("acquired_at").alias("holder_acquired"),
         pl.col("valid_until").alias("holder_until"),
-        pl.col("file").alias("holder_file"),
+        pl.col("acquired_file").alias("holder_file"),
         pl.col("acquired_line").alias("holder_line"),
     )
     own = ctx.leases.select("job_id", "execution_id", "expires_at", "acquired_at")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_columns, ev, handover_skew_note, ms_expr, when
+from leaselog.checks.base import CheckContext, at, certainty_columns, ev, handover_skew_note, ms_expr, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -53,11 +53,12 @@ _COLS = [
     "denied_at",
     "valid_until",
     "finish_status",
-    "file",
+    "first_file",
     "first_line",
     "triggered_line",
     "triggered_file",
     "acquired_line",
+    "acquired_file",
     "triggered_at",
 ]
 
@@ -193,7 +194,7 @@ _USED = [
     "valid_until",
     "finish_status",
     "identity",
-    "file",
+    "first_file",
     "first_line",
     "triggered_file",
     "triggered_line",
@@ -211,10 +212,11 @@ _USED = [
     "message_id_new",
     "delivery_count_new",
     "attempt_new",
-    "file_new",
+    "first_file_new",
     "first_line_new",
     "triggered_file_new",
     "triggered_line_new",
+    "acquired_file_new",
     "acquired_line_new",
 ]
 
@@ -257,17 +259,13 @@ def check(ctx: CheckContext) -> list[Finding]:
             message += f" {old} was still running then (until {when(r['end'], ck)})."
         message += caveat
         evidence = [
-            *ev(r["triggered_file"] or r["file"], r["triggered_line"] or r["first_line"], f"{old} picked up"),
-            *ev(
-                r["triggered_file_new"] or r["file_new"],
-                r["triggered_line_new"] or r["first_line_new"],
-                f"{new} picked up",
-            ),
+            *ev(*at(r, "triggered", "first"), f"{old} picked up"),
+            *ev(*at(r, "triggered", "first", suffix="_new"), f"{new} picked up"),
         ]
-        if r["acquired_line_new"] is not None and r["acquired_line_new"] != (
-            r["triggered_line_new"] or r["first_line_new"]
+        if r["acquired_line_new"] is not None and (r["acquired_file_new"], r["acquired_line_new"]) != at(
+            r, "triggered", "first", suffix="_new"
         ):
-            evidence += ev(r["file_new"], r["acquired_line_new"], f"{new} acquires")
+            evidence += ev(r["acquired_file_new"], r["acquired_line_new"], f"{new} acquires")
         out.append(
             Finding(
                 kind=KIND,

@@ -46,6 +46,7 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
         "last_file",
         "last_line",
         "file",
+        "acquired_file",
         "acquired_line",
     )
     takers = ex.filter(pl.col("acquired_at").is_not_null()).select(
@@ -55,7 +56,7 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
         pl.col("pod").alias("taker_pod"),
         pl.col("clock").alias("taker_clock"),
         pl.col("acquired_at").alias("taker_at"),
-        pl.col("file").alias("taker_file"),
+        pl.col("acquired_file").alias("taker_file"),
         pl.col("acquired_line").alias("taker_line"),
     )
     j = (
@@ -98,7 +99,7 @@ def check(ctx: CheckContext) -> list[Finding]:
             f"{when(r['valid_until'], ck)}."
         )
         evidence = [
-            *ev(r["file"], r["acquired_line"], "lease acquired"),
+            *ev(r["acquired_file"], r["acquired_line"], "lease acquired"),
             *ev(r["last_file"], r["last_line"], "last line seen"),
         ]
         skew_bound = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, nice_ceil_ms
+from leaselog.checks.base import CheckContext, at_file, ev, nice_ceil_ms
 from leaselog.checks.ll102_lease_outlived import zombies
 from leaselog.checks.ll204_stop_delayed import stop_delays
 from leaselog.durations import format_duration
@@ -72,11 +72,12 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
         pl.col("outlived").sum().alias("outlived"),
         pl.col("execution_id").filter(pl.col("outlived")).head(MAX_IDS).alias("outlived_ids"),
         pl.col("pod").unique(maintain_order=True).alias("pods"),
-        pl.col("file").sort_by("runtime_ms").last().alias("longest_file"),
+        # (each line with the file of the same event: an execution's lines can span files)
+        at_file("started", "acquired").sort_by("runtime_ms").last().alias("longest_file"),
         pl.coalesce("started_line", "acquired_line").sort_by("runtime_ms").last().alias("longest_start_line"),
-        pl.col("last_file").sort_by("runtime_ms").last().alias("longest_last_file"),
+        at_file("ended", "last").sort_by("runtime_ms").last().alias("longest_last_file"),
         pl.coalesce("ended_line", "last_line").sort_by("runtime_ms").last().alias("longest_end_line"),
-        pl.col("file").filter(pl.col("outlived")).first().alias("outlived_file"),
+        pl.col("acquired_file").filter(pl.col("outlived")).first().alias("outlived_file"),
         pl.col("acquired_line").filter(pl.col("outlived")).first().alias("outlived_line"),
     )
     rn = ctx.renewals.join(ex.select(*EXEC_KEYS, *keys), on=EXEC_KEYS, how="inner")

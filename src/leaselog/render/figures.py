@@ -312,7 +312,13 @@ def _panel_spec(
         y = lanes[r["execution_id"]]
         who = f"{esc(r['pod'])} · {esc(r['execution_id'])}"
         labels.append(who if len(who) < 60 else who[:57] + "…")
-        where = f"{esc(r['file'])}:{r['acquired_line'] or r['started_line'] or ''}"
+        # the file of the same line: an execution's lines can span files (rotation, stdout and stderr)
+        if r["acquired_line"] is not None:
+            where = f"{esc(r['acquired_file'])}:{r['acquired_line']}"
+        elif r["started_line"] is not None:
+            where = f"{esc(r['started_file'])}:{r['started_line']}"
+        else:
+            where = f"{esc(r['file'])}:"
         start, end = r["start"], r["end"]
         lease_from, lease_to = r["acquired_at"], r["valid_until"]
         if lease_from is not None and lease_to is not None:
