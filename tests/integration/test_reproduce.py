@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 import redis
 
 import leaselog
+from leaselog.checks import REGISTRY
 from leaselog.cli import main
 from leaselog.reproduce import SCENARIOS, ReproduceError, ReproduceOptions, ReproduceRun, run_scenario
 from leaselog.reproduce.server import free_port, throwaway_redis
@@ -30,43 +29,19 @@ FAST = ReproduceOptions(lease_ms=2000, renewal_ms=400)
 
 
 @pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server the test starts itself on a free loopback port, never written to disk."""
-    exe = shutil.which("redis-server")
-    if exe is None:
+def redis_url() -> Iterator[str]:
+    """A real redis-server on a free loopback port, never written to disk, started like `reproduce` starts one.
+
+    The scenarios then run against it as against a user's server (`--redis URL`), next to a key that is
+    not theirs and must survive.
+    """
+    if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (Debian package `redis-server`)")
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            exe,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path_factory.mktemp("redis")),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    client = redis.Redis.from_url(url)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.02)
-    # a key that is not ours: a reproduction on a shared server must leave it alone
-    client.set("someone-else:key", "keep me")
-    yield url
-    client.close()
-    proc.terminate()
-    proc.wait(timeout=10)
+    with throwaway_redis() as target:
+        client = redis.Redis.from_url(target.url)
+        client.set("someone-else:key", "keep me")
+        yield target.url
+        client.close()
 
 
 def _run(name: str, redis_url: str, tmp_path: Path) -> tuple[ReproduceRun, leaselog.Analysis]:
@@ -243,24 +218,7 @@ def test_cli_unknown_scenario_is_a_usage_error() -> None:
 
 
 def test_every_scenario_states_its_expectations_in_known_kinds() -> None:
-    contract = {
-        "overlapping_executions",
-        "lease_outlived",
-        "concurrent_leases",
-        "renewal_failed",
-        "renewal_gap",
-        "ownership_loss_unhandled",
-        "stop_delayed",
-        "stop_unconfirmed",
-        "stale_release",
-        "release_failed",
-        "second_attempt",
-        "duplicate_effect",
-        "stale_write_accepted",
-        "completion_rejected",
-        "crash_takeover",
-        "lease_settings",
-    }
+    contract = {m.KIND for m in REGISTRY}  # the registry test holds these to PRODUCT.md
     for s in SCENARIOS.values():
         assert set(s.expected) <= contract and set(s.absent) <= contract, s.name
         assert not set(s.expected) & set(s.absent), s.name
