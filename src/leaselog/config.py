@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -102,6 +103,20 @@ def _names(v: Any) -> Any:
     return [v] if isinstance(v, str) else v
 
 
+def _canonical_names(v: Any, canonical: Callable[[str], str | None], what: str, known: Iterable[str]) -> Any:
+    """`{spelling: name or [names]}` -> `{canonical: [names]}`; an unknown key names the known ones."""
+    if not isinstance(v, dict):
+        return v
+    out: dict[str, Any] = {}
+    for k, names in v.items():
+        canon = canonical(str(k))
+        if canon is None:
+            raise ValueError(f"unknown canonical {what} {k!r}; known: {', '.join(known)}")
+        listed = _names(names)
+        out.setdefault(canon, []).extend(listed if isinstance(listed, list) else [listed])
+    return out
+
+
 class Settings(BaseModel):
     """Everything an analysis can be told. All durations are milliseconds (strings like `10m` accepted)."""
 
@@ -129,32 +144,14 @@ class Settings(BaseModel):
     def _known_fields(cls, v: Any) -> Any:
         from leaselog.events import FIELD_ALIASES
 
-        if not isinstance(v, dict):
-            return v
-        out: dict[str, Any] = {}
-        for k, names in v.items():
-            canon = _canonical_field(str(k))
-            if canon is None:
-                raise ValueError(f"unknown canonical field {k!r}; known: {', '.join(FIELD_ALIASES)}")
-            listed = _names(names)
-            out.setdefault(canon, []).extend(listed if isinstance(listed, list) else [listed])
-        return out
+        return _canonical_names(v, _canonical_field, "field", FIELD_ALIASES)
 
     @field_validator("events", mode="before")
     @classmethod
     def _known_events(cls, v: Any) -> Any:
         from leaselog.events import CANONICAL_EVENTS
 
-        if not isinstance(v, dict):
-            return v
-        out: dict[str, Any] = {}
-        for k, names in v.items():
-            canon = _canonical_event(str(k))
-            if canon is None:
-                raise ValueError(f"unknown canonical event {k!r}; known: {', '.join(CANONICAL_EVENTS)}")
-            listed = _names(names)
-            out.setdefault(canon, []).extend(listed if isinstance(listed, list) else [listed])
-        return out
+        return _canonical_names(v, _canonical_event, "event", CANONICAL_EVENTS)
 
     @field_validator("format")
     @classmethod
