@@ -205,13 +205,16 @@ def analyze(
         raise InputError("; ".join(problems) or "no input named")
     mapper = FieldMapper(s)
     read = Reader(mapper, forced_format=s.format, progress=progress).read(sources)
+    inputs, malformed_rows, raw = read.inputs, list(read.malformed), read.raw
     # an input error only when nothing at all was read: a gzip cut short still gave the lines before the cut
-    if all(r.error and r.used + r.ignored == 0 for r in read.inputs):
-        raise InputError("; ".join(f"{r.path}: {r.error}" for r in read.inputs))
-    built = build_events(read.raw, None, s)
-    malformed_rows = list(read.malformed)
+    if all(r.error and r.used + r.ignored == 0 for r in inputs):
+        raise InputError("; ".join(f"{r.path}: {r.error}" for r in inputs))
+    # the raw string columns are as large as the typed events made from them: hold only one of the two
+    del read
+    built = build_events(raw, None, s)
+    del raw
     if built.rejected.height:
-        by_path = {r.path: r for r in read.inputs}
+        by_path = {r.path: r for r in inputs}
         for f, line, reason in built.rejected.iter_rows():
             malformed_rows.append((f, line, reason))
             rep = by_path[f]
@@ -229,7 +232,7 @@ def analyze(
         leases=leases,
         renewals=renewals,
         finding_list=findings,
-        input_reports=read.inputs,
+        input_reports=inputs,
         malformed=malformed,
         settings=s,
         problems=problems,
