@@ -159,6 +159,13 @@ def test_terminal_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.index("LL101") < out.index("LL301") and out.index("LL102") < out.index("LL301")
 
 
+def test_quiet_prints_nothing_but_still_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "f.json"
+    assert main(["analyze", str(INCIDENT), "--quiet", "--json", str(out)]) == 0
+    assert capsys.readouterr().out == ""
+    assert {f["kind"] for f in json.loads(out.read_text())["findings"]} >= {"overlapping_executions"}
+
+
 def test_help_explains_options() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "leaselog.cli", "analyze", "--help"],

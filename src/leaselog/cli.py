@@ -199,7 +199,8 @@ def analyze(
     except (InputError, ConfigError) as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
         raise typer.Exit(2) from e
-    render(a, console, max_jobs=max_jobs)
+    if not quiet:
+        render(a, console, max_jobs=max_jobs)
     if json_out is not None:
         a.write_json(json_out)
         console.print(f"wrote {json_out}")
