@@ -68,8 +68,11 @@ def _last(event: str, col: str = "t") -> pl.Expr:
     return pl.col(col).filter(pl.col("event") == event).last()
 
 
-def renewals(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
-    """One row per renewal with outcome, latency and whether it came too late to count."""
+def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame | None = None) -> pl.DataFrame:
+    """One row per renewal with outcome, latency and whether it came too late to count.
+
+    `anchors` is `_anchors(events, leases)` when the caller has it already.
+    """
     # select before filter: the events frame is wide (raw `fields`), only these columns are needed
     r = (
         events.select(
@@ -80,7 +83,8 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     )
     r = r.join(leases.select(*EXEC_KEYS, "ttl_ms"), on=EXEC_KEYS, how="left")
     # the deadline a renewal must beat: previous confirmed point + TTL (acquire for the first one)
-    anchors = _anchors(events, leases)
+    if anchors is None:
+        anchors = _anchors(events, leases)
     r = (
         r.join_asof(
             anchors.select(*EXEC_KEYS, pl.col("t").alias("anchor_t"), "seq").sort("seq"),
@@ -191,103 +195,143 @@ def elapsed_bounds(events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# Per execution, the first event of each of these kinds (and of what each column of it names).
+_FIRST: dict[str, list[tuple[str, str]]] = {
+    "job_triggered": [
+        ("t", "triggered_at"),
+        ("line", "triggered_line"),
+        ("file", "triggered_file"),
+        ("trigger", "trigger"),
+        ("topic", "topic"),
+        ("partition", "partition"),
+        ("offset", "offset"),
+        ("message_id", "message_id"),
+        ("delivery_count", "delivery_count"),
+        ("attempt", "attempt"),
+    ],
+    "lock_acquired": [
+        ("t", "acquired_at"),
+        ("seq", "acquired_seq"),
+        ("lease_ms", "lease_ms"),
+        ("fencing_token", "fencing_token"),
+    ],
+    "lock_denied": [("t", "denied_at"), ("line", "denied_line"), ("file", "denied_file")],
+    "job_started": [("t", "started_at")],
+    "terminal": [("t", "ended_at"), ("event", "end_event")],
+    "ownership_lost": [
+        ("t", "ownership_lost_at"),
+        ("line", "ownership_lost_line"),
+        ("file", "ownership_lost_file"),
+        ("reason", "ownership_lost_reason"),
+    ],
+    "job_stop_requested": [
+        ("t", "stop_requested_at"),
+        ("line", "stop_requested_line"),
+        ("file", "stop_requested_file"),
+        ("reason", "stop_reason"),
+    ],
+    "job_stopped": [("t", "stopped_at"), ("line", "stopped_line"), ("file", "stopped_file")],
+    "job_finished": [
+        ("t", "finished_at"),
+        ("line", "finished_line"),
+        ("file", "finished_file"),
+        ("status", "finish_status"),
+    ],
+    "lock_released": [
+        ("t", "released_at"),
+        ("line", "released_line"),
+        ("file", "released_file"),
+        ("released", "release_deleted"),
+        ("release_outcome", "release_outcome"),
+    ],
+    # the first moment the execution had reason to doubt its ownership: a renewal that did not succeed,
+    # or an explicit ownership_lost (late successes are added after the renewals frame)
+    "doubt": [("t", "_doubt_at"), ("line", "_doubt_line"), ("file", "_doubt_file")],
+}
+# ... and the last event that shows it still doing its job, and the first and last of all its lines
+_LAST_WORK = [("t", "last_work_at"), ("line", "last_work_line"), ("file", "last_work_file")]
+_FIRST_ROW = [
+    ("pod", "pod"),
+    ("clock", "clock"),
+    ("file", "file"),
+    ("line", "first_line"),
+    ("file", "first_file"),
+]
+_MORE_FIRST: dict[str, list[tuple[str, str]]] = {
+    "lock_acquired": [("line", "acquired_line"), ("file", "acquired_file")],
+    "job_started": [("line", "started_line"), ("file", "started_file")],
+    "terminal": [("line", "ended_line"), ("file", "ended_file")],
+}
+_LAST_ROW = [("line", "last_line"), ("file", "last_file")]
+
+
+def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
+    """One row per execution (in order of first appearance) with what its events say.
+
+    The aggregation only finds *which row* holds each execution's first acquire, first stop, ... (row
+    numbers); the values are then gathered from those rows. Aggregating every value column through a
+    filter instead held ~0.5 GB of intermediates at 230 000 executions, for the same result.
+    """
+    event = pl.col("event")
+    renewal = event == "lease_renewal"
+    kinds: dict[str, pl.Expr] = {name: event == name for name in _FIRST if name not in ("terminal", "doubt")}
+    kinds["terminal"] = event.is_in(["job_finished", "job_stopped"])
+    kinds["doubt"] = (renewal & (pl.col("renewal_outcome") != "success")) | (event == "ownership_lost")
+    row = pl.col("_row")
+    rows = (
+        ev.select(
+            *EXEC_KEYS,
+            "event",
+            "renewal_outcome",
+            "t",
+            "seq",
+            pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        )
+        .group_by(EXEC_KEYS, maintain_order=True)
+        .agg(
+            row.first().alias("_first_row"),
+            row.last().alias("_last_row"),
+            *(row.filter(is_kind).first().alias(f"_{name}_row") for name, is_kind in kinds.items()),
+            row.filter(event.is_in(WORK_EVENTS)).last().alias("_last_work_row"),
+            pl.col("t").min().alias("first_seen"),
+            pl.col("t").max().alias("last_seen"),
+            pl.col("seq").min().alias("first_seq"),
+            pl.col("seq").max().alias("last_seq"),
+            renewal.sum().cast(pl.Int64).alias("renewals"),
+            (renewal & (pl.col("renewal_outcome") != "success"))
+            .sum()
+            .cast(pl.Int64)
+            .alias("renewal_failures"),
+            pl.len().alias("n_events"),
+        )
+    )
+
+    def gather(at: str, picks: list[tuple[str, str]]) -> dict[str, pl.Series]:
+        return {name: ev[col].gather(rows[at]).alias(name) for col, name in picks}
+
+    cols: dict[str, pl.Series] = {k: rows[k] for k in EXEC_KEYS}
+    cols |= gather("_first_row", _FIRST_ROW[:2])
+    cols |= {k: rows[k] for k in ("first_seen", "last_seen", "first_seq", "last_seq")}
+    for name, picks in _FIRST.items():
+        if name != "doubt":
+            cols |= gather(f"_{name}_row", picks)
+    cols |= gather("_doubt_row", _FIRST["doubt"])
+    cols |= gather("_last_work_row", _LAST_WORK)
+    cols |= {k: rows[k] for k in ("renewals", "renewal_failures")}
+    cols |= gather("_first_row", _FIRST_ROW[2:])
+    for name, picks in _MORE_FIRST.items():
+        cols |= gather(f"_{name}_row", picks)
+    cols |= gather("_last_row", _LAST_ROW)
+    cols["n_events"] = rows["n_events"]
+    return pl.DataFrame(cols)
+
+
 def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Return (executions, leases, renewals)."""
     # build_events already orders by seq; re-sorting the wide frame costs more than everything else here
     ev = events if events["seq"].is_sorted() else events.sort("seq")
     default_ttl = settings.lease_ttl_ms
-    terminal = pl.col("event").is_in(["job_finished", "job_stopped"])
-    ex = ev.group_by(EXEC_KEYS, maintain_order=True).agg(
-        pl.col("pod").first(),
-        pl.col("clock").first(),
-        pl.col("t").min().alias("first_seen"),
-        pl.col("t").max().alias("last_seen"),
-        pl.col("seq").min().alias("first_seq"),
-        pl.col("seq").max().alias("last_seq"),
-        _first("job_triggered").alias("triggered_at"),
-        _first("job_triggered", "line").alias("triggered_line"),
-        _first("job_triggered", "file").alias("triggered_file"),
-        _first("job_triggered", "trigger").alias("trigger"),
-        _first("job_triggered", "topic").alias("topic"),
-        _first("job_triggered", "partition").alias("partition"),
-        _first("job_triggered", "offset").alias("offset"),
-        _first("job_triggered", "message_id").alias("message_id"),
-        _first("job_triggered", "delivery_count").alias("delivery_count"),
-        _first("job_triggered", "attempt").alias("attempt"),
-        _first("lock_acquired").alias("acquired_at"),
-        _first("lock_acquired", "seq").alias("acquired_seq"),
-        _first("lock_acquired", "lease_ms").alias("lease_ms"),
-        _first("lock_acquired", "fencing_token").alias("fencing_token"),
-        _first("lock_denied").alias("denied_at"),
-        _first("lock_denied", "line").alias("denied_line"),
-        _first("lock_denied", "file").alias("denied_file"),
-        _first("job_started").alias("started_at"),
-        pl.col("t").filter(terminal).first().alias("ended_at"),
-        pl.col("event").filter(terminal).first().alias("end_event"),
-        _first("ownership_lost").alias("ownership_lost_at"),
-        _first("ownership_lost", "line").alias("ownership_lost_line"),
-        _first("ownership_lost", "file").alias("ownership_lost_file"),
-        _first("ownership_lost", "reason").alias("ownership_lost_reason"),
-        _first("job_stop_requested").alias("stop_requested_at"),
-        _first("job_stop_requested", "line").alias("stop_requested_line"),
-        _first("job_stop_requested", "file").alias("stop_requested_file"),
-        _first("job_stop_requested", "reason").alias("stop_reason"),
-        _first("job_stopped").alias("stopped_at"),
-        _first("job_stopped", "line").alias("stopped_line"),
-        _first("job_stopped", "file").alias("stopped_file"),
-        _first("job_finished").alias("finished_at"),
-        _first("job_finished", "line").alias("finished_line"),
-        _first("job_finished", "file").alias("finished_file"),
-        _first("job_finished", "status").alias("finish_status"),
-        _first("lock_released").alias("released_at"),
-        _first("lock_released", "line").alias("released_line"),
-        _first("lock_released", "file").alias("released_file"),
-        _first("lock_released", "released").alias("release_deleted"),
-        _first("lock_released", "release_outcome").alias("release_outcome"),
-        # the first moment the execution had reason to doubt its ownership: a renewal that did not
-        # succeed, or an explicit ownership_lost (late successes are added after the renewals frame)
-        pl.col("t")
-        .filter(
-            ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
-            | (pl.col("event") == "ownership_lost")
-        )
-        .first()
-        .alias("_doubt_at"),
-        pl.col("line")
-        .filter(
-            ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
-            | (pl.col("event") == "ownership_lost")
-        )
-        .first()
-        .alias("_doubt_line"),
-        pl.col("file")
-        .filter(
-            ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
-            | (pl.col("event") == "ownership_lost")
-        )
-        .first()
-        .alias("_doubt_file"),
-        pl.col("t").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_at"),
-        pl.col("line").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_line"),
-        pl.col("file").filter(pl.col("event").is_in(WORK_EVENTS)).last().alias("last_work_file"),
-        (pl.col("event") == "lease_renewal").sum().cast(pl.Int64).alias("renewals"),
-        ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") != "success"))
-        .sum()
-        .cast(pl.Int64)
-        .alias("renewal_failures"),
-        pl.col("file").first(),
-        pl.col("line").first().alias("first_line"),
-        pl.col("file").first().alias("first_file"),
-        _first("lock_acquired", "line").alias("acquired_line"),
-        _first("lock_acquired", "file").alias("acquired_file"),
-        _first("job_started", "line").alias("started_line"),
-        _first("job_started", "file").alias("started_file"),
-        pl.col("line").filter(terminal).first().alias("ended_line"),
-        pl.col("file").filter(terminal).first().alias("ended_file"),
-        pl.col("line").last().alias("last_line"),
-        pl.col("file").last().alias("last_file"),
-        pl.len().alias("n_events"),
-    )
+    ex = _per_execution(ev)
     ex = (
         ex.with_columns(
             job_type(pl.col("job_id")).alias("job_type"),
@@ -375,7 +419,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         maintain_order="left",
     )
     ex = ex.rename({"end_reason": "lease_end"})
-    rn = renewals(ev, leases_base)
+    rn = renewals(ev, leases_base, anchors)
     # a late success is a failure too (the article: it "cannot justify another full lease")
     late = (
         rn.filter(pl.col("late"))
