@@ -12,7 +12,7 @@ import polars as pl
 from leaselog.checks import CheckContext, run_checks
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events
-from leaselog.findings import Finding, findings_frame, gc_paused, iso, sort_findings
+from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
@@ -93,7 +93,7 @@ class Analysis:
             },
             "settings": self.settings.model_dump(mode="json"),
             "malformed": [{"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()],
-            "findings": [f.to_json_dict() for f in self.finding_list],
+            "findings": findings_json(self.finding_list),
         }
 
     def write_json(self, path: str | Path) -> None:

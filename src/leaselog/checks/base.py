@@ -35,6 +35,34 @@ def when(t: datetime | None, clock: str | None = "wall") -> str:
     return f"{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{t.microsecond // 1000:03d}"
 
 
+def moments(df: pl.DataFrame, t: str, clock: str) -> pl.Series:
+    """`when(t, clock)` for every row of `df` at once: polars formats the wall-clock moments, Python the rest."""
+    wall = pl.col(clock).is_null() | (pl.col(clock) == "wall")
+    out = df.select(
+        pl.when(pl.col(t).is_null())
+        .then(pl.lit("?"))
+        .when(wall)
+        .then(pl.col(t).dt.strftime("%H:%M:%S%.3f"))  # %.3f truncates to milliseconds, as `when` does
+        .alias(f"{t}_when")
+    ).to_series()
+    # moments on a pod's own elapsed clock (no wall clock in the log) are rare: phrased one by one
+    other = df.select(pl.arg_where(pl.col(t).is_not_null() & ~wall)).to_series()
+    if other.len():
+        sub = df[other]
+        out = out.scatter(other, [when(x, c) for x, c in zip(sub[t], sub[clock], strict=True)])
+    return out
+
+
+def durations(values: pl.Series) -> pl.Series:
+    """`format_duration` for every value of a column (null: `?`)."""
+    return pl.Series(values.name, [format_duration(x) for x in values.to_list()], dtype=pl.String)
+
+
+def text(name: str) -> pl.Expr:
+    """A column as an f-string shows it: strings and integers as they are, null as `None`."""
+    return pl.col(name).cast(pl.String).fill_null("None")
+
+
 def ms_between(a: datetime | None, b: datetime | None) -> float | None:
     if a is None or b is None:
         return None
@@ -45,7 +73,7 @@ def ev(file: str | None, line: int | None, note: str | None = None) -> list[Evid
     """Evidence for one line, or nothing when the line is unknown."""
     if file is None or line is None:
         return []
-    return [Evidence(file=file, line=int(line), note=note)]
+    return [Evidence.of(file, int(line), note)]
 
 
 def at(r: dict[str, Any], *names: str, suffix: str = "") -> tuple[str | None, int | None]:
@@ -61,11 +89,15 @@ def at(r: dict[str, Any], *names: str, suffix: str = "") -> tuple[str | None, in
     return None, None
 
 
-def at_file(*names: str) -> pl.Expr:
-    """The file of `pl.coalesce(*[f"{n}_line" for n in names])`: `<name>_file` of the first known line."""
+def at_file(*names: str, suffix: str = "") -> pl.Expr:
+    """The file of `pl.coalesce(*[f"{n}_line{suffix}" for n in names])`: `<name>_file` of the first known line."""
     expr: pl.Expr = pl.lit(None, dtype=pl.String)
     for name in reversed(names):
-        expr = pl.when(pl.col(f"{name}_line").is_not_null()).then(pl.col(f"{name}_file")).otherwise(expr)
+        expr = (
+            pl.when(pl.col(f"{name}_line{suffix}").is_not_null())
+            .then(pl.col(f"{name}_file{suffix}"))
+            .otherwise(expr)
+        )
     return expr
 
 

@@ -19,13 +19,22 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, at, certainty_columns, ev, handover_skew_note, ms_expr, when
-from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.checks.base import (
+    CheckContext,
+    at_file,
+    certainty_columns,
+    durations,
+    ev,
+    handover_skew_note,
+    moments,
+    ms_expr,
+    text,
+)
+from leaselog.findings import Finding, Severity
 
 CODE = "LL401"
 KIND = "second_attempt"
-SEVERITY = "warning"
+SEVERITY: Severity = "warning"
 
 TRIGGERS = ("redelivery", "duplicate_publish", "scheduler", "retry", "poll", "unknown")
 _RETRY = ["retry", "retried", "retrying", "backoff"]
@@ -125,58 +134,189 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     ).sort("job_id", "first_seen_new")
 
 
-def _missing_fields(r: dict[str, object]) -> list[str]:
-    miss = []
-    if r["trigger_new"] is None:
-        miss.append("trigger")
-    if r["offset_new"] is None and r["message_id_new"] is None:
-        miss.append("kafka.topic/partition/offset or messageId")
-    if r["delivery_count_new"] is None:
-        miss.append("deliveryCount")
-    if r["attempt_new"] is None:
-        miss.append("attempt")
-    return miss
+def _missing_fields() -> pl.Expr:
+    """The trigger fields the later attempt's job_triggered event lacks, as a list."""
+    labels = [
+        pl.when(pl.col("trigger_new").is_null()).then(pl.lit("trigger")),
+        pl.when(pl.col("offset_new").is_null() & pl.col("message_id_new").is_null()).then(
+            pl.lit("kafka.topic/partition/offset or messageId")
+        ),
+        pl.when(pl.col("delivery_count_new").is_null()).then(pl.lit("deliveryCount")),
+        pl.when(pl.col("attempt_new").is_null()).then(pl.lit("attempt")),
+    ]
+    return pl.concat_list(labels).list.drop_nulls()
 
 
-def _why(r: dict[str, object], path: str) -> str:
-    new, old = r["execution_id_new"], r["execution_id"]
-    if path == "redelivery":
-        if r["same_message"]:
-            return (
-                f"redelivery: it carries the same message as {old} ({r['identity_new'] or r['mid_new']})"
-                + (
-                    f", delivery count {r['delivery_count_new']}"
-                    if r["delivery_count_new"] is not None
-                    else ""
-                )
-            )
-        return f"redelivery: its delivery count is {r['delivery_count_new']}"
-    if path == "retry":
-        if r["trigger_new"] in _RETRY:
-            return f"retry: its trigger is `{r['trigger_new']}`"
-        if r["same_message"]:
-            return (
-                f"retry: the same message as {old} again after {old} ended with status {r['finish_status']}"
-            )
-        return f"retry: attempt number {r['attempt_new']}"
-    if path in ("scheduler", "poll"):
-        return f"{path}: its trigger is `{r['trigger_new']}`"
-    if path == "duplicate_publish":
-        return (
-            f"duplicate publish: a different message ({r['identity_new']}) for the same job as {old}'s "
-            f"({r['identity']}); look at the producer"
-        )
-    if r["triggered_line_new"] is None:
-        fields = "no job_triggered event"
-    else:
-        fields = "a job_triggered event without " + ", ".join(_missing_fields(r))
+def _why() -> pl.Expr:
+    """Why the later attempt tried, in words (`trigger_path` first), from the pair's columns."""
+    old, new, trig = text("execution_id"), text("execution_id_new"), text("trigger_new")
+    path, same = pl.col("trigger_path"), pl.col("same_message")
+    delivery = text("delivery_count_new")
+    logged = (
+        pl.when(pl.col("triggered_line_new").is_null())
+        .then(pl.lit("no job_triggered event"))
+        .otherwise(pl.lit("a job_triggered event without ") + pl.col("missing").list.join(", "))
+    )
     return (
-        f"unknown: {new} logged {fields}. Start logging, on every pickup, a job_triggered event with "
-        "trigger, kafka.topic/partition/offset (or messageId), deliveryCount and attempt"
+        pl.when((path == "redelivery") & same)
+        .then(
+            pl.format(
+                "redelivery: it carries the same message as {} ({}){}",
+                old,
+                pl.coalesce("identity_new", "mid_new").fill_null("None"),
+                pl.when(pl.col("delivery_count_new").is_not_null())
+                .then(pl.lit(", delivery count ") + delivery)
+                .otherwise(pl.lit("")),
+            )
+        )
+        .when(path == "redelivery")
+        .then(pl.format("redelivery: its delivery count is {}", delivery))
+        .when((path == "retry") & pl.col("trigger_new").is_in(_RETRY).fill_null(False))
+        .then(pl.format("retry: its trigger is `{}`", trig))
+        .when((path == "retry") & same)
+        .then(
+            pl.format(
+                "retry: the same message as {} again after {} ended with status {}",
+                old,
+                old,
+                text("finish_status"),
+            )
+        )
+        .when(path == "retry")
+        .then(pl.format("retry: attempt number {}", text("attempt_new")))
+        .when(path.is_in(["scheduler", "poll"]))
+        .then(pl.format("{}: its trigger is `{}`", path, trig))
+        .when(path == "duplicate_publish")
+        .then(
+            pl.format(
+                "duplicate publish: a different message ({}) for the same job as {}'s ({}); look at the producer",
+                text("identity_new"),
+                old,
+                text("identity"),
+            )
+        )
+        .otherwise(
+            pl.format(
+                "unknown: {} logged {}. Start logging, on every pickup, a job_triggered event with "
+                "trigger, kafka.topic/partition/offset (or messageId), deliveryCount and attempt",
+                new,
+                logged,
+            )
+        )
     )
 
 
-# what a finding is phrased from (rows carry only these into Python)
+def check(ctx: CheckContext) -> list[Finding]:
+    found = attempts(ctx.executions, ctx.leases).with_columns(
+        # how far to trust the time since the earlier lease expired: the same for every row, so as columns
+        *certainty_columns(
+            pl.col("since_expiry_ms").abs(), ("pod", "pod_new"), ("clock", "clock_new"), ctx.settings
+        ),
+        _missing_fields().alias("missing"),
+    )
+    if found.height == 0:
+        return []
+    # the phrases that need Python (durations, moments on an elapsed clock), one column each
+    found = found.with_columns(
+        moments(found, "acquired_at_new", "clock_new").alias("acquired_when"),
+        moments(found, "valid_until", "clock").alias("expired_when"),
+        moments(found, "denied_at_new", "clock_new").alias("denied_when"),
+        moments(found, "end", "clock").alias("end_when"),
+        durations(found["since_expiry_ms"].abs()).alias("since_text"),
+    )
+    old, new = text("execution_id"), text("execution_id_new")
+    since = pl.col("since_expiry_ms")
+    message = pl.concat_str(
+        pl.format(
+            "{} ({}) is attempt {} at {}, after {} ({}). Trigger: {}.",
+            new,
+            text("pod_new"),
+            (pl.col("earlier_attempts") + 1).cast(pl.String),
+            text("job_id"),
+            old,
+            text("pod"),
+            _why(),
+        ),
+        pl.when(since.is_not_null())
+        .then(
+            pl.format(
+                " It acquired the lock at {}, {} {} {}'s lease ended at {}: lease expiry explains why it "
+                "could acquire, the trigger explains why it tried.",
+                "acquired_when",
+                "since_text",
+                pl.when(since >= 0).then(pl.lit("after")).otherwise(pl.lit("before")),
+                old,
+                "expired_when",
+            )
+        )
+        .when(pl.col("denied_at_new").is_not_null())
+        .then(pl.format(" It was denied the lock at {}: the lease still held it.", "denied_when"))
+        .otherwise(pl.lit("")),
+    )
+    found = found.with_columns(
+        message.alias("message"),
+        at_file("triggered", "first").alias("picked_file"),
+        pl.coalesce("triggered_line", "first_line").alias("picked_line"),
+        at_file("triggered", "first", suffix="_new").alias("picked_file_new"),
+        pl.coalesce("triggered_line_new", "first_line_new").alias("picked_line_new"),
+        # the skew bound a handover proves: only with the lease's expiry and both pods on the wall clock
+        (since.is_not_null() & (pl.col("clock") == "wall") & (pl.col("clock_new") == "wall"))
+        .fill_null(False)
+        .alias("handover"),
+        # with no time since the expiry there is nothing to be uncertain about
+        pl.when(since.is_null()).then(pl.lit("certain")).otherwise("certainty").alias("certainty"),
+        pl.when(since.is_null()).then(pl.lit("")).otherwise("caveat").alias("caveat"),
+    )
+    out: list[Finding] = []
+    for (
+        job_id, path, n, same, since_ms, still_running, end_kind, certainty, caveat, old_id, pod, new_id,
+        pod_new, start_new, message_text, end_when, handover, latency, missing,
+        picked_file, picked_line, picked_file_new, picked_line_new, acquired_file_new, acquired_line_new,
+    ) in zip(*(found[c].to_list() for c in _USED), strict=True):  # fmt: skip
+        skew_bound = None
+        if handover:
+            skew_bound, note = handover_skew_note(pod, pod_new, since_ms, latency)
+            message_text += note
+        if still_running:
+            message_text += f" {old_id} was still running then (until {end_when})."
+        evidence = [
+            *ev(picked_file, picked_line, f"{old_id} picked up"),
+            *ev(picked_file_new, picked_line_new, f"{new_id} picked up"),
+        ]
+        if acquired_line_new is not None and (acquired_file_new, acquired_line_new) != (
+            picked_file_new,
+            picked_line_new,
+        ):
+            evidence += ev(acquired_file_new, acquired_line_new, f"{new_id} acquires")
+        out.append(
+            Finding.of(
+                kind=KIND,
+                code=CODE,
+                # a second attempt after the first ended cleanly is an explanation, not a problem
+                severity=SEVERITY if still_running or end_kind == "open" else "info",
+                certainty=certainty,
+                job_id=job_id,
+                execution_ids=(old_id, new_id),
+                pods=(pod,) if pod == pod_new else (pod, pod_new),
+                start=start_new,
+                end=start_new,
+                duration_ms=since_ms,
+                trigger=path,
+                message=message_text + caveat,
+                evidence=tuple(evidence),
+                details={
+                    "sincePreviousLeaseExpiryMs": since_ms,
+                    "attemptNumber": n + 1,
+                    "sameMessage": same,
+                    "missingFields": missing if path == "unknown" else [],
+                    "skewBoundMs": skew_bound,
+                },
+            )
+        )
+    return out
+
+
+# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
 _USED = [
     "job_id",
     "trigger_path",
@@ -184,111 +324,23 @@ _USED = [
     "same_message",
     "since_expiry_ms",
     "earlier_still_running",
+    "end_kind",
     "certainty",
     "caveat",
     "execution_id",
     "pod",
-    "clock",
-    "end",
-    "end_kind",
-    "valid_until",
-    "finish_status",
-    "identity",
-    "first_file",
-    "first_line",
-    "triggered_file",
-    "triggered_line",
-    "confirm_latency_ms",
     "execution_id_new",
     "pod_new",
-    "clock_new",
     "start_new",
-    "acquired_at_new",
-    "denied_at_new",
-    "trigger_new",
-    "identity_new",
-    "mid_new",
-    "offset_new",
-    "message_id_new",
-    "delivery_count_new",
-    "attempt_new",
-    "first_file_new",
-    "first_line_new",
-    "triggered_file_new",
-    "triggered_line_new",
+    "message",
+    "end_when",
+    "handover",
+    "confirm_latency_ms",
+    "missing",
+    "picked_file",
+    "picked_line",
+    "picked_file_new",
+    "picked_line_new",
     "acquired_file_new",
     "acquired_line_new",
 ]
-
-
-def check(ctx: CheckContext) -> list[Finding]:
-    out: list[Finding] = []
-    found = attempts(ctx.executions, ctx.leases).with_columns(
-        # how far to trust the time since the earlier lease expired: the same for every row, so as columns
-        certainty_columns(
-            pl.col("since_expiry_ms").abs(), ("pod", "pod_new"), ("clock", "clock_new"), ctx.settings
-        )
-    )
-    for r in found.select(_USED).iter_rows(named=True):
-        path = r["trigger_path"]
-        new, old = r["execution_id_new"], r["execution_id"]
-        ck, ck_new = r["clock"], r["clock_new"]
-        n = r["earlier_attempts"] + 1
-        message = (
-            f"{new} ({r['pod_new']}) is attempt {n} at {r['job_id']}, after {old} ({r['pod']}). "
-            f"Trigger: {_why(r, path)}."
-        )
-        since = r["since_expiry_ms"]
-        certainty, caveat, skew_bound = "certain", "", None
-        if since is not None:
-            rel = "after" if since >= 0 else "before"
-            message += (
-                f" It acquired the lock at {when(r['acquired_at_new'], ck_new)}, {format_duration(abs(since))} "
-                f"{rel} {old}'s lease ended at {when(r['valid_until'], ck)}: lease expiry explains why it could "
-                "acquire, the trigger explains why it tried."
-            )
-            certainty, caveat = r["certainty"], r["caveat"]
-            if ck == "wall" and ck_new == "wall":
-                skew_bound, note = handover_skew_note(r["pod"], r["pod_new"], since, r["confirm_latency_ms"])
-                message += note
-        elif r["denied_at_new"] is not None:
-            message += (
-                f" It was denied the lock at {when(r['denied_at_new'], ck_new)}: the lease still held it."
-            )
-        if r["earlier_still_running"]:
-            message += f" {old} was still running then (until {when(r['end'], ck)})."
-        message += caveat
-        evidence = [
-            *ev(*at(r, "triggered", "first"), f"{old} picked up"),
-            *ev(*at(r, "triggered", "first", suffix="_new"), f"{new} picked up"),
-        ]
-        if r["acquired_line_new"] is not None and (r["acquired_file_new"], r["acquired_line_new"]) != at(
-            r, "triggered", "first", suffix="_new"
-        ):
-            evidence += ev(r["acquired_file_new"], r["acquired_line_new"], f"{new} acquires")
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                # a second attempt after the first ended cleanly is an explanation, not a problem
-                severity=SEVERITY if r["earlier_still_running"] or r["end_kind"] == "open" else "info",
-                certainty=certainty,
-                job_id=r["job_id"],
-                execution_ids=(old, new),
-                pods=tuple(dict.fromkeys([r["pod"], r["pod_new"]])),
-                start=r["start_new"],
-                end=r["start_new"],
-                duration_ms=since,
-                trigger=path,
-                message=message,
-                evidence=tuple(evidence),
-                details={
-                    "sincePreviousLeaseExpiryMs": since,
-                    "attemptNumber": n,
-                    "sameMessage": r["same_message"],
-                    "missingFields": _missing_fields(r) if path == "unknown" else [],
-                    "skewBoundMs": skew_bound,
-                },
-            )
-        )
-    return out

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+import heapq
+from collections import Counter
 
 from rich.console import Console
 from rich.padding import Padding
@@ -94,11 +95,23 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
     counts = Counter(f.severity for f in fs)
     summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s])
     console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
-    by_job: dict[str, list[Finding]] = defaultdict(list)
+    # jobs most severe first, then by name; only the shown ones have their findings gathered
+    rank: dict[str, int] = {}
     for f in fs:
-        by_job[f.job_id or "(fleet)"].append(f)
-    jobs = sorted(by_job, key=lambda j: (min(SEVERITY_RANK[f.severity] for f in by_job[j]), j))
-    shown = jobs if max_jobs is None else jobs[:max_jobs]
+        job, r = f.job_id or "(fleet)", SEVERITY_RANK[f.severity]
+        if rank.get(job, 3) > r:
+            rank[job] = r
+    order = [(r, job) for job, r in rank.items()]
+    if max_jobs is None or max_jobs < 0:
+        ranked = sorted(order)[:max_jobs]
+    else:
+        ranked = heapq.nsmallest(max_jobs, order)  # the first few of tens of thousands, without sorting all
+    shown = [job for _, job in ranked]
+    by_job: dict[str, list[Finding]] = {job: [] for job in shown}
+    for f in fs:
+        mine = by_job.get(f.job_id or "(fleet)")
+        if mine is not None:
+            mine.append(f)
     for job in shown:
         console.print()
         console.print(Text(job, style="bold underline"))
@@ -121,7 +134,7 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
                     Padding(Text(f"evidence: {where}{more}", style="dim"), (0, 0, 0, 6), expand=False),
                     highlight=False,
                 )
-    if len(shown) < len(jobs):
+    if len(shown) < len(rank):
         console.print(
-            f"\n… {len(jobs) - len(shown)} more jobs with findings (all of them in --json / --html)"
+            f"\n… {len(rank) - len(shown)} more jobs with findings (all of them in --json / --html)"
         )
