@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -222,6 +223,13 @@ def renewal_phrase(outcome: str | None, late: bool = False) -> str:
         "timeout": "a renewal that timed out",
         "error": "a renewal that failed with an error",
     }.get(outcome or "", f"a renewal with outcome {outcome}")
+
+
+def derived(ctx: CheckContext, name: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    """The frame `make()` gives, made once per analysis however many checks ask for it by `name`."""
+    if name not in ctx.derived:
+        ctx.derived[name] = make()
+    return ctx.derived[name]
 
 
 def completions(ctx: CheckContext) -> pl.DataFrame:

@@ -12,41 +12,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, at, ev, when
-from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.checks.base import CheckContext, at_file, derived, durations, ev, moments, text
+from leaselog.findings import Finding, Severity
 from leaselog.reconstruct import elapsed_bounds
 
 CODE = "LL102"
 KIND = "lease_outlived"
-SEVERITY = "error"
-
-
-# what a finding is phrased from (rows carry only these into Python)
-_USED = [
-    "job_id",
-    "execution_id",
-    "pod",
-    "clock",
-    "ttl_ms",
-    "renewals",
-    "end_kind",
-    "acquired_at",
-    "expires_at",
-    "end",
-    "zombie_ms",
-    "runtime_ms",
-    "acquired_file",
-    "acquired_line",
-    "ended_file",
-    "ended_line",
-    "last_file",
-    "last_line",
-    "next_id",
-    "next_at",
-    "next_file",
-    "next_line",
-]
+SEVERITY: Severity = "error"
 
 
 def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -75,7 +47,7 @@ def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    z = zombies(ctx.executions, ctx.events)
+    z = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events))
     if z.height == 0:
         return []
     # who took the key over while the zombie ran (first other acquisition after the expiry)
@@ -97,45 +69,85 @@ def check(ctx: CheckContext) -> list[Finding]:
     # a zombie nobody took over is still a zombie: keep it, with no next owner
     alone = z.join(taken.select("job_id", "execution_id"), on=["job_id", "execution_id"], how="anti")
     z = pl.concat([taken, alone], how="diagonal_relaxed").sort("job_id", "expires_at")
+    # the takeover counts only when it happened while the zombie still ran
+    z = z.with_columns((pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over"))
+    ck = "clock"
+    message = pl.concat_str(
+        pl.format(
+            "{} ({}) acquired {} at {} with a {} lease; the lease expired at {} ({}) and {} {}: {} as a "
+            "zombie without the lock.",
+            text("execution_id"),
+            text("pod"),
+            text("job_id"),
+            moments(z, "acquired_at", ck),
+            durations(z["ttl_ms"]),
+            moments(z, "expires_at", ck),
+            pl.when(pl.col("renewals") == 0)
+            .then(pl.lit("no renewal extended it"))
+            .otherwise(pl.lit("no later renewal was confirmed")),
+            pl.when(pl.col("end_kind") == "open")
+            .then(pl.lit("its log ends"))
+            .otherwise(pl.lit("it kept running until")),
+            moments(z, "end", ck),
+            durations(z["zombie_ms"]),
+        ),
+        pl.when("taken_over")
+        .then(pl.format(" Meanwhile {} acquired the key at {}.", text("next_id"), moments(z, "next_at", ck)))
+        .otherwise(pl.lit("")),
+    )
+    z = z.with_columns(
+        message.alias("message"),
+        at_file("ended", "last").alias("ends_file"),
+        pl.coalesce("ended_line", "last_line").alias("ends_line"),
+    )
     out: list[Finding] = []
-    for r in z.select(_USED).iter_rows(named=True):
-        ck = r["clock"]
-        ttl = format_duration(r["ttl_ms"])
-        renewed = "no renewal extended it" if r["renewals"] == 0 else "no later renewal was confirmed"
-        until = "its log ends" if r["end_kind"] == "open" else "it kept running until"
-        message = (
-            f"{r['execution_id']} ({r['pod']}) acquired {r['job_id']} at {when(r['acquired_at'], ck)} with a "
-            f"{ttl} lease; the lease expired at {when(r['expires_at'], ck)} ({renewed}) and {until} "
-            f"{when(r['end'], ck)}: {format_duration(r['zombie_ms'])} as a zombie without the lock."
-        )
-        takeover: tuple[str, ...] = ()
-        if r["next_id"] is not None and r["next_at"] <= r["end"]:
-            message += f" Meanwhile {r['next_id']} acquired the key at {when(r['next_at'], ck)}."
-            takeover = (r["next_id"],)
+    for (
+        job_id, execution_id, pod, expires_at, end, zombie_ms, ttl_ms, runtime_ms, end_kind, message_text,
+        acquired_file, acquired_line, ends_file, ends_line, taken_over, next_id, next_file, next_line,
+    ) in zip(*(z[c].to_list() for c in _USED), strict=True):  # fmt: skip
         evidence = [
-            *ev(r["acquired_file"], r["acquired_line"], "lease acquired"),
-            *ev(*at(r, "ended", "last"), "still running / ends"),
+            *ev(acquired_file, acquired_line, "lease acquired"),
+            *ev(ends_file, ends_line, "still running / ends"),
         ]
-        if takeover:
-            evidence += ev(r["next_file"], r["next_line"], "another execution acquires")
+        if taken_over:
+            evidence += ev(next_file, next_line, "another execution acquires")
         out.append(
-            Finding(
+            Finding.of(
                 kind=KIND,
                 code=CODE,
                 severity=SEVERITY,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"], *takeover),
-                pods=(r["pod"],),
-                start=r["expires_at"],
-                end=r["end"],
-                duration_ms=r["zombie_ms"],
-                message=message,
+                job_id=job_id,
+                execution_ids=(execution_id, next_id) if taken_over else (execution_id,),
+                pods=(pod,),
+                start=expires_at,
+                end=end,
+                duration_ms=zombie_ms,
+                message=message_text,
                 evidence=tuple(evidence),
-                details={
-                    "ttlMs": r["ttl_ms"],
-                    "runtimeMs": r["runtime_ms"],
-                    "openEnded": r["end_kind"] == "open",
-                },
+                details={"ttlMs": ttl_ms, "runtimeMs": runtime_ms, "openEnded": end_kind == "open"},
             )
         )
     return out
+
+
+# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
+_USED = [
+    "job_id",
+    "execution_id",
+    "pod",
+    "expires_at",
+    "end",
+    "zombie_ms",
+    "ttl_ms",
+    "runtime_ms",
+    "end_kind",
+    "message",
+    "acquired_file",
+    "acquired_line",
+    "ends_file",
+    "ends_line",
+    "taken_over",
+    "next_id",
+    "next_file",
+    "next_line",
+]

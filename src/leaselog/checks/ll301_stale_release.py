@@ -12,31 +12,12 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, when
-from leaselog.findings import Finding
+from leaselog.checks.base import CheckContext, ev, moments, text
+from leaselog.findings import Finding, Severity
 
 CODE = "LL301"
 KIND = "stale_release"
-SEVERITY = "warning"
-
-
-# what a finding is phrased from (rows carry only these into Python)
-_USED = [
-    "job_id",
-    "execution_id",
-    "pod",
-    "clock",
-    "t",
-    "raw_event",
-    "file",
-    "line",
-    "expires_at",
-    "holder",
-    "holder_pod",
-    "holder_acquired",
-    "holder_file",
-    "holder_line",
-]
+SEVERITY: Severity = "warning"
 
 
 def check(ctx: CheckContext) -> list[Finding]:
@@ -67,51 +48,103 @@ def check(ctx: CheckContext) -> list[Finding]:
     missing = rel.join(found.select("seq"), on="seq", how="anti").with_columns(
         pl.lit(None, dtype=pl.String).alias("holder")
     )
+    rows = pl.concat([found, missing], how="diagonal_relaxed").sort("seq")
+    ck, raw = "clock", pl.col("raw_event")
+    expired = moments(rows, "expires_at", ck)
+    base = pl.format(
+        "{} ({}) released {} at {} and deleted nothing{}",
+        text("execution_id"),
+        text("pod"),
+        text("job_id"),
+        moments(rows, "t", ck),
+        pl.when((raw != "") & (raw != "lock_released")).then(pl.format(" ({})", raw)).otherwise(pl.lit("")),
+    )
+    message = (
+        pl.when(pl.col("holder").is_not_null())
+        .then(
+            pl.format(
+                "{}: the key belonged to {} ({}), which acquired it at {}. The owner check protected {}'s "
+                "lease; {}'s work before this release ran without the lock.",
+                base,
+                text("holder"),
+                text("holder_pod"),
+                moments(rows, "holder_acquired", ck),
+                text("holder"),
+                text("execution_id"),
+            )
+        )
+        # by the log the lease was still valid: the key vanished (failover, eviction, manual delete)
+        .when((pl.col("expires_at") > pl.col("t")).fill_null(False))
+        .then(
+            pl.format(
+                "{}, although by its log its lease was valid until {}: the key was gone or held by an owner "
+                "not in these logs (a failover that lost it, an eviction, a manual delete). Whatever ran "
+                "after that point ran without the lock.",
+                base,
+                expired,
+            )
+        )
+        .otherwise(
+            pl.format(
+                "{}: its lease had already expired{} and no other execution in these logs held the key at "
+                "that moment. The work before this release ran without the lock.",
+                base,
+                pl.when(pl.col("expires_at").is_not_null())
+                .then(pl.format(" at {}", expired))
+                .otherwise(pl.lit("")),
+            )
+        )
+    )
+    rows = rows.with_columns(message.alias("message"))
     out: list[Finding] = []
-    rows = pl.concat([found, missing], how="diagonal_relaxed").sort("seq").select(_USED)
-    for r in rows.iter_rows(named=True):
-        ck = r["clock"]
-        base = f"{r['execution_id']} ({r['pod']}) released {r['job_id']} at {when(r['t'], ck)} and deleted nothing"
-        raw = r["raw_event"]
-        if raw and raw != "lock_released":
-            base += f" ({raw})"
-        ids: tuple[str, ...] = (r["execution_id"],)
-        pods: tuple[str, ...] = (r["pod"],)
-        evidence = ev(r["file"], r["line"], "release deleted nothing")
-        if r["holder"] is not None:
-            message = (
-                f"{base}: the key belonged to {r['holder']} ({r['holder_pod']}), which acquired it at "
-                f"{when(r['holder_acquired'], ck)}. The owner check protected {r['holder']}'s lease; "
-                f"{r['execution_id']}'s work before this release ran without the lock."
-            )
-            ids += (r["holder"],)
-            pods = tuple(dict.fromkeys([*pods, r["holder_pod"]]))
-            evidence += ev(r["holder_file"], r["holder_line"], "current owner acquired")
-        elif r.get("expires_at") is not None and r["expires_at"] > r["t"]:
-            # by the log the lease was still valid: the key vanished (failover, eviction, manual delete)
-            message = (
-                f"{base}, although by its log its lease was valid until {when(r['expires_at'], ck)}: the key was "
-                "gone or held by an owner not in these logs (a failover that lost it, an eviction, a manual "
-                "delete). Whatever ran after that point ran without the lock."
-            )
-        else:
-            expiry = f" at {when(r['expires_at'], ck)}" if r.get("expires_at") is not None else ""
-            message = (
-                f"{base}: its lease had already expired{expiry} and no other execution in these logs held the "
-                "key at that moment. The work before this release ran without the lock."
-            )
+    for (
+        job_id,
+        execution_id,
+        pod,
+        t,
+        file,
+        line,
+        holder,
+        holder_pod,
+        holder_file,
+        holder_line,
+        message_text,
+    ) in zip(*(rows[c].to_list() for c in _USED), strict=True):
+        ids: tuple[str, ...] = (execution_id,)
+        pods: tuple[str, ...] = (pod,)
+        evidence = ev(file, line, "release deleted nothing")
+        if holder is not None:
+            ids += (holder,)
+            pods = tuple(dict.fromkeys([*pods, holder_pod]))
+            evidence += ev(holder_file, holder_line, "current owner acquired")
         out.append(
-            Finding(
+            Finding.of(
                 kind=KIND,
                 code=CODE,
                 severity=SEVERITY,
-                job_id=r["job_id"],
+                job_id=job_id,
                 execution_ids=ids,
                 pods=pods,
-                start=r["t"],
-                end=r["t"],
-                message=message,
+                start=t,
+                end=t,
+                message=message_text,
                 evidence=tuple(evidence),
             )
         )
     return out
+
+
+# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
+_USED = [
+    "job_id",
+    "execution_id",
+    "pod",
+    "t",
+    "file",
+    "line",
+    "holder",
+    "holder_pod",
+    "holder_file",
+    "holder_line",
+    "message",
+]

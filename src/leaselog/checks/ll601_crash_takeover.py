@@ -74,9 +74,25 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
         j.select("job_id", "timeline", "execution_id"), on=["job_id", "timeline", "execution_id"], how="anti"
     )
     j = pl.concat([j, missing], how="diagonal_relaxed")
-    log_end = ctx.events.group_by(
-        pl.when(pl.col("clock") == "wall").then(pl.lit("wall")).otherwise(pl.col("file")).alias("timeline")
-    ).agg(pl.col("t").max().alias("log_end"))
+    if j.height == 0:
+        return j.with_columns(
+            pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("log_end"),
+            pl.lit(None, dtype=pl.Float64).alias("takeover_ms"),
+            pl.lit(None, dtype=pl.Float64).alias("from_last_line_ms"),
+        )
+    # the end of each timeline: the last moment per (clock, file) first, so the millions of events are
+    # grouped by two plain columns rather than by an expression
+    log_end = (
+        ctx.events.group_by("clock", "file")
+        .agg(pl.col("t").max())
+        .group_by(
+            pl.when(pl.col("clock") == "wall")
+            .then(pl.lit("wall"))
+            .otherwise(pl.col("file"))
+            .alias("timeline")
+        )
+        .agg(pl.col("t").max().alias("log_end"))
+    )
     return (
         j.join(log_end, on="timeline", how="left")
         .with_columns(

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, at_file, ev, nice_ceil_ms
+from leaselog.checks.base import CheckContext, at_file, derived, ev, nice_ceil_ms
 from leaselog.checks.ll102_lease_outlived import zombies
 from leaselog.checks.ll204_stop_delayed import stop_delays
 from leaselog.durations import format_duration
@@ -55,7 +55,9 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
     keys = ["job_type", "ttl_ms"]
     # only executions that held a lease say anything about lease settings
     # outlived: the same measure as lease_outlived (LL102)
-    zombie_keys = zombies(ctx.executions, ctx.events).select(*EXEC_KEYS, pl.lit(True).alias("outlived"))
+    zombie_keys = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events)).select(
+        *EXEC_KEYS, pl.lit(True).alias("outlived")
+    )
     ex = (
         ctx.executions.filter(pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null())
         .join(zombie_keys, on=EXEC_KEYS, how="left")
