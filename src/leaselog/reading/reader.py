@@ -28,6 +28,7 @@ import sys
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -121,21 +122,26 @@ def _disk_position(fh: IO[bytes]) -> int | None:
         return None
 
 
-def _read_some(fh: IO[bytes], size: int) -> tuple[bytes, BaseException | None]:
-    """Up to `size` bytes, and the error that stopped the read early (what came before it is kept)."""
-    parts: list[bytes] = []
+def _read_into(fh: IO[bytes], buf: memoryview) -> tuple[int, BaseException | None]:
+    """Fill `buf` from the stream as far as it goes: how many bytes, and the error that stopped the read
+    early (what came before it is kept). Reading into one reused buffer spares the page faults of a
+    fresh 16 MiB allocation per block."""
     got = 0
-    read1 = getattr(fh, "read1", fh.read)
+    readinto = getattr(fh, "readinto1", None) or getattr(fh, "readinto", None)
     try:
-        while got < size:
-            piece = read1(size - got)
-            if not piece:
+        while got < len(buf):
+            if readinto is not None:
+                n = readinto(buf[got:])
+            else:
+                piece = fh.read(len(buf) - got)
+                n = len(piece)
+                buf[got : got + n] = piece
+            if not n:
                 break
-            parts.append(piece)
-            got += len(piece)
+            got += n
     except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; corrupt data is zlib's
-        return b"".join(parts), e
-    return b"".join(parts), None
+        return got, e
+    return got, None
 
 
 _CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
@@ -179,11 +185,14 @@ class Reader:
         progress: ProgressFn | None = None,
         *,
         columnar: bool = True,
+        keep_fields: bool = True,
     ) -> None:
         self.mapper = mapper
         self.forced_format = forced_format
         self.progress = progress
         self.columnar = columnar  # False forces the per-line path everywhere (tests compare the two)
+        # False leaves `fields` (each event's line or record as JSON, the biggest column by far) null
+        self.keep_fields = keep_fields
         # per-line path output, as lists; the columnar path appends finished frames
         self.raw: dict[str, list[Any]] = {k: [] for k in RAW_COLUMNS}
         self.event_names: list[str] = []
@@ -344,7 +353,7 @@ class Reader:
             raw["file"][-1] = report.path
             raw["line"][-1] = line_no
             raw["file_index"][-1] = st.index
-            raw["fields"][-1] = _fields_json(rec)
+            raw["fields"][-1] = _fields_json(rec) if self.keep_fields else None
             self.event_names.append(event)
             report.events += 1
             used = True
@@ -379,36 +388,44 @@ class Reader:
     # -- the columnar path -------------------------------------------------------------------------------
 
     def _read_blocks(self, st: _Stream, fh: IO[bytes], head: bytes) -> None:
-        """Read a stream in blocks cut at line ends, `head` (lines already taken from it) first."""
-        self._disk = 0
-        rest = head
-        while True:
-            chunk, failure = _read_some(fh, BLOCK_BYTES)
-            if failure is not None:  # a truncated gzip: keep the whole lines read so far, then report
-                data = rest + chunk
-                cut = data.rfind(b"\n") + 1
-                if cut:
-                    self._block(st, data[:cut])
-                raise failure
-            data = rest + chunk if rest else chunk
-            if not data:
-                return
-            if chunk:
-                cut = data.rfind(b"\n")
-                if cut < 0:  # one line longer than a block: keep reading
-                    rest = data
-                    continue
-                block, rest = data[: cut + 1], data[cut + 1 :]
-            else:
-                block, rest = data, b""
-            self._block(st, block)
-            self._advance(fh)
-            if not chunk:
-                return
+        """Read a stream in blocks cut at line ends, `head` (lines already taken from it) first.
 
-    def _block(self, st: _Stream, block: bytes) -> None:
+        Two stages overlap: a worker thread reads block k+1 from the stream and splits it (`_split`: polars
+        releases the GIL) while this thread accounts for block k (`_block`: decoding, per-line fallback,
+        the report). Only one block is read ahead, so memory stays flat.
+        """
+        self._disk = 0
+        blocks = _cut_blocks(fh, head)
+
+        def produce() -> tuple[_Cut, _Split | None] | None:
+            cut = next(blocks, None)
+            if cut is None:
+                return None
+            return cut, (self._split(cut.block) if cut.block else None)
+
+        # the `with` waits for a block still being read ahead, so the stream is not closed under it
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaselog-read") as pool:
+            ahead = pool.submit(produce)
+            while (got := ahead.result()) is not None:
+                cut, split = got
+                if cut.failure is None:
+                    ahead = pool.submit(produce)
+                if cut.block:
+                    self._block(st, cut.block, split)
+                if cut.failure is not None:  # a truncated gzip: the whole lines before it are counted
+                    raise cut.failure
+                self._advance_to(cut.position)
+
+    def _advance_to(self, position: int | None) -> None:
+        """`_advance` with the stream position taken right after a block was read (the stream has been
+        read further ahead since)."""
+        if self.progress is not None and position is not None and position > self._disk:
+            self.progress(position - self._disk)
+            self._disk = position
+
+    def _block(self, st: _Stream, block: bytes, split: _Split | None) -> None:
         """Account for one block of whole lines: columnar if it can, else line by line."""
-        n = self._columnar_block(st, block)
+        n = self._columnar_block(st, split) if split is not None else None
         if n is None:
             n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
             self._per_line_block(st, block)
@@ -422,9 +439,10 @@ class Reader:
         for i, line in enumerate(lines):
             self._take_line(st, first + i, line.rstrip(b"\r\n"))
 
-    def _columnar_block(self, st: _Stream, block: bytes) -> int | None:
-        """Account for a block's lines with polars and return how many; None (nothing counted) when the
-        block must go line by line."""
+    def _split(self, block: bytes) -> _Split | None:
+        """Split a block into lines and keep the few that need a closer look; None when the block must go
+        line by line. Runs in the read-ahead thread: it only reads the decoder's fixed needles and
+        `_ColumnarDecoder.learn`'s own state, never the report."""
         try:
             # a one-column "CSV" whose separator cannot occur in a valid line is polars' fast line
             # splitter; it keeps empty lines (null) so row i is line first+i. Invalid UTF-8, or the
@@ -442,22 +460,48 @@ class Reader:
             block.count(b"\n") + tail != n
         ):
             return None
+        line = pl.col("l")
+        plain_object = line.str.starts_with("{") & line.str.ends_with("}")
+        # One pass over the whole block keeps only the lines that may hold a lease event (the job-id
+        # names' common prefix occurs), the lines that are not plainly one object (blank, padded,
+        # continuations, junk) and, when the block has a NUL at all, the lines with one. Every other
+        # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
+        keep = self._decoder.prefilter(line) | ~plain_object
+        if b"\x00" in block:
+            keep = keep | line.str.contains("\x00", literal=True)
+        decoder = self._decoder
+        flagged = (
+            lines.with_row_index("line")  # 0-based in the block: `_columnar_block` adds the first line's
+            .filter(keep.fill_null(True))  # null: an empty line
+            .with_columns(
+                decoder.candidate(line).fill_null(False).alias("candidate"),
+                plain_object.fill_null(False).alias("object"),
+                line.str.contains("\x00", literal=True).fill_null(False).alias("nul"),
+            )
+            # what the columnar path decodes: nested objects are flattened by the per-line path, and
+            # so are lines not plainly one object
+            .with_columns(
+                (pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple")
+            )
+        )
+        # the lines the columnar path decodes, as one NDJSON text: searched here for field names not seen
+        # before, parsed by `_ColumnarDecoder.decode` (unless the block goes line by line)
+        texts = flagged.filter(pl.col("candidate") & ~pl.col("nul") & pl.col("simple"))["l"]
+        ndjson = texts.str.join("\n")
+        learned = decoder.learn(texts, ndjson)
+        return _Split(n, flagged, learned, ndjson.cast(pl.Binary).item())
+
+    def _columnar_block(self, st: _Stream, split: _Split) -> int | None:
+        """Account for a split block's lines and return how many; None (nothing counted) when the block
+        must go line by line."""
+        # the field names this block showed, even if it goes line by line: `learn` reports a name once
+        self._decoder.known.update(split.learned)
+        n = split.lines
         report = st.report
         start = report.used + report.ignored + report.malformed
         first = report.lines + 1
         line = pl.col("l")
-        flagged = lines.select(
-            pl.int_range(first, first + n, dtype=pl.Int64).alias("line"),
-            line,
-            self._decoder.prefilter(line).fill_null(False).alias("candidate"),
-            (line.str.starts_with("{") & line.str.ends_with("}")).fill_null(False).alias("object"),
-            # NUL is rare: only look for it line by line when the block has one at all
-            (line.str.contains("\x00", literal=True) if b"\x00" in block else pl.lit(False))
-            .fill_null(False)
-            .alias("nul"),
-        )
-        if self._decoder.prefix is not None:  # the literal prefix let through a superset: narrow it
-            flagged = self._decoder.narrow(flagged)
+        flagged = split.flagged.with_columns(pl.col("line").cast(pl.Int64) + first)
         # lines neither candidate nor plainly an object: blank, binary, padded, continuations, junk (rare)
         odd = flagged.filter((~pl.col("candidate") & ~pl.col("object")) | pl.col("nul"))
         if odd.height:
@@ -485,12 +529,10 @@ class Reader:
                 if located:
                     self._bad_many(report, located, reason)
         candidates = flagged.filter(pl.col("candidate") & ~pl.col("nul"))
-        # nested objects are flattened by the per-line path; so are lines not plainly one object
-        simple = pl.col("object") & (line.str.count_matches("{", literal=True) == 1)
-        per_line = candidates.filter(~simple)
-        candidates = candidates.filter(simple)
+        per_line = candidates.filter(~pl.col("simple"))
+        candidates = candidates.filter(pl.col("simple"))
         if candidates.height:
-            decoded = self._decoder.decode(candidates, st)
+            decoded = self._decoder.decode(candidates, split.ndjson, st, keep_fields=self.keep_fields)
             if decoded is None:  # some line did not decode: let the per-line path say which and why
                 per_line = pl.concat([per_line, candidates])
             else:
@@ -511,12 +553,14 @@ class Reader:
         """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
 
         The per-line path attaches such text to the event's message, so such a block goes line by line.
+        `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates).
         """
         cont = pl.concat(
             [
                 kinds.filter(pl.col("kind") == "continuation")["line"],
-                flagged.filter(
-                    pl.col("candidate") & ~pl.col("object") & pl.col("l").str.contains(_CONTINUATION_RE)
+                # candidates that are not plainly an object are few: the regex only runs on those
+                flagged.filter(pl.col("candidate") & ~pl.col("object")).filter(
+                    pl.col("l").str.contains(_CONTINUATION_RE)
                 )["line"],
             ]
         ).sort()
@@ -528,6 +572,55 @@ class Reader:
             return True
         cand = flagged.filter(pl.col("candidate"))["line"]
         return bool(anchors.is_in(cand.implode()).any())
+
+
+@dataclass
+class _Cut:
+    """One block of whole lines read from a stream."""
+
+    block: bytes
+    position: int | None  # the stream's position on disk right after it was read (for progress)
+    failure: BaseException | None = None  # the read error that ended the stream after this block
+
+
+def _cut_blocks(fh: IO[bytes], head: bytes) -> Iterator[_Cut]:
+    """A stream's bytes in blocks of about BLOCK_BYTES cut after a newline, `head` first."""
+    buf = bytearray(BLOCK_BYTES)
+    view = memoryview(buf)
+    rest = head  # the bytes read but not handed out yet (a line's start, or the head)
+    while True:
+        got, failure = _read_into(fh, view)
+        if failure is not None:  # a truncated gzip: the whole lines read so far, then the error
+            data = rest + view[:got]
+            yield _Cut(data[: data.rfind(b"\n") + 1], None, failure)
+            return
+        if not got:
+            if rest:  # the last line has no newline
+                yield _Cut(rest, _disk_position(fh))
+            return
+        cut = buf.rfind(b"\n", 0, got)
+        if cut < 0:
+            data = rest + view[:got]
+            cut = data.rfind(b"\n")  # only the head can hold one
+            if cut < 0:  # one line longer than a block: keep reading
+                rest = data
+                continue
+            block, rest = data[: cut + 1], data[cut + 1 :]
+        else:  # the usual case: one copy out of the reused buffer
+            block, rest = b"".join((rest, view[: cut + 1])), bytes(view[cut + 1 : got])
+        yield _Cut(block, _disk_position(fh))
+
+
+@dataclass
+class _Split:
+    """A block split into lines: how many, and the few that need a closer look."""
+
+    lines: int
+    # line (0-based in the block), l (the text), candidate, object, nul, simple (what the columnar path
+    # decodes); the lines left out are valid objects unrelated to leases
+    flagged: pl.DataFrame
+    learned: list[str]  # field names first seen in the lines the columnar path decodes
+    ndjson: bytes  # those lines (candidate, no NUL, simple), joined by newlines
 
 
 class _ColumnarDecoder:
@@ -547,107 +640,142 @@ class _ColumnarDecoder:
         prefix = _common_prefix(self.needles)
         self.prefix: str | None = prefix if len(prefix) >= 3 else None
         # field names seen so far: the decode schema grows when a block shows a new one (a narrow
-        # schema decodes faster than all ~120 spellings)
+        # schema decodes faster than all ~120 spellings). `learn` (the read-ahead thread) looks for them
+        # in each block as it is split, `known` (this thread) takes them in block order as blocks are
+        # accounted for: the two sets are never touched by both threads.
+        self.seen: set[str] = set()
         self.known: set[str] = set()
+        self._unseen_regex: tuple[list[str], str] = ([], "")  # `learn`'s search, rebuilt when `seen` grows
 
     def prefilter(self, line: pl.Expr) -> pl.Expr:
+        """A cheap test every candidate line passes (the needles' literal common prefix, if any)."""
         if self.prefix is not None:
             return line.str.contains(self.prefix, literal=True)
         return line.str.contains_any(self.needles)
 
-    def narrow(self, flagged: pl.DataFrame) -> pl.DataFrame:
-        """`candidate` from the literal prefix to the real needles, searched only where the prefix is."""
-        hit = flagged.filter(pl.col("candidate"))
-        if hit.is_empty():
-            return flagged
-        exact = hit["l"].str.contains_any(self.needles).fill_null(False)
-        idx = hit["line"] - flagged["line"][0]
-        return flagged.with_columns(flagged["candidate"].scatter(idx, exact))
+    def candidate(self, line: pl.Expr) -> pl.Expr:
+        """The exact test: one of the job-id names occurs (only run on the lines the prefilter kept)."""
+        return line.str.contains_any(self.needles)
 
-    def _learn(self, texts: pl.Series) -> None:
-        unknown = [f'"{k}"' for k in self.keys if k not in self.known]
-        if not unknown:
-            return
-        hit = texts.str.contains_any(unknown)
-        if hit.any():
-            found = texts.filter(hit).str.extract_many(unknown).explode().drop_nulls().unique()
-            self.known.update(q[1:-1] for q in found.to_list())
+    def learn(self, texts: pl.Series, ndjson: pl.Series) -> list[str]:
+        """Field names not seen before that occur in these lines (a literal search: no line is decoded).
 
-    def decode(self, candidates: pl.DataFrame, st: _Stream) -> tuple[pl.DataFrame, Counter[str]] | None:
-        """(lease-event rows in RAW_SCHEMA, unmapped event names), or None if some line does not decode."""
+        `ndjson` is the lines joined: one regex search over it is about twice as fast as a multi-needle
+        search line by line; only when it finds a new name are the lines searched one by one."""
+        unseen = [k for k in self.keys if k not in self.seen]
+        if not unseen or texts.is_empty():
+            return []
+        if self._unseen_regex[0] != unseen:
+            pattern = '"(?:' + "|".join(_regex_literal(k) for k in unseen) + ')"'
+            self._unseen_regex = (unseen, pattern)
+        if not ndjson.str.contains(self._unseen_regex[1]).any():
+            return []
+        quoted = [f'"{k}"' for k in unseen]
+        found = texts.filter(texts.str.contains_any(quoted)).str.extract_many(quoted)
+        new = [q[1:-1] for q in found.explode().drop_nulls().unique().to_list()]
+        self.seen.update(new)
+        return new
+
+    def decode(
+        self, candidates: pl.DataFrame, ndjson: bytes, st: _Stream, *, keep_fields: bool = True
+    ) -> tuple[pl.DataFrame, Counter[str]] | None:
+        """(lease-event rows in RAW_SCHEMA, unmapped event names), or None if some line does not decode.
+
+        `ndjson` is the candidates' lines joined by newlines."""
         texts = candidates["l"]
-        self._learn(texts)
         schema = {k: pl.String() for k in self.keys if k in self.known}
         try:
-            decoded = pl.read_ndjson(texts.str.join("\n").item().encode(), schema=schema)
+            decoded = pl.read_ndjson(ndjson, schema=schema)
         except pl.exceptions.PolarsError:
             return None
         if decoded.height != candidates.height:
             return None
+        # the decoded columns are renamed k0, k1 ..: a field named like one of the columns added below
+        # (`line`, `canonical` ..) cannot clash with them
+        column_of = {k: f"k{i}" for i, k in enumerate(schema)}
+        decoded.columns = list(column_of.values())
 
-        def pick(keys: list[str]) -> pl.Expr:
+        def pick(canonical: str) -> pl.Expr:
             # the first alias with a non-empty value, as FieldMapper.extract does
-            cols = [pl.when(pl.col(k) != "").then(pl.col(k)) for k in keys if k in schema]
+            cols = [
+                pl.when(pl.col(c) != "").then(pl.col(c))
+                for c in (column_of.get(k) for k in self.aliases[canonical])
+                if c is not None
+            ]
             return pl.coalesce(cols) if cols else pl.lit(None, dtype=pl.String)
 
-        row = decoded.select(*(pick(keys).alias(c) for c, keys in self.aliases.items())).with_columns(
-            candidates["line"], candidates["l"].alias("fields")
+        # first what decides which rows are lease events: job id, event name (and message)
+        has_message = bool(self.mapper.message_events)
+        rows = decoded.with_columns(
+            candidates["line"].alias("line"),
+            texts.alias("l"),
+            pick("job_id").alias("job_id"),
+            pick("event").alias("event_name"),
+            *([pick("message").alias("message")] if has_message else []),
         )
-        name = pl.col("event")
         # event names repeat: map each distinct name once, in Python, exactly as FieldMapper does
-        distinct = row["event"].unique().drop_nulls().to_list()
+        distinct = rows["event_name"].unique().drop_nulls().to_list()
         hits = {n: self.mapper.event_aliases.get(normalise_event_name(n)) for n in distinct}
         to_canonical = {n: h[0] for n, h in hits.items() if h is not None}
-        canonical = name.replace_strict(to_canonical, default=None, return_dtype=pl.String)
-        raw_event = name
-        if self.mapper.message_events:  # a record without an event name may say it in its message
-            by_message = pl.when(name.is_null()).then(
+        event_name = pl.col("event_name")
+        canonical = event_name.replace_strict(to_canonical, default=None, return_dtype=pl.String)
+        raw_event = event_name
+        if has_message:  # a record without an event name may say it in its message
+            by_message = pl.when(event_name.is_null()).then(
                 _normalised(pl.col("message")).replace_strict(
                     self.mapper.message_events, default=None, return_dtype=pl.String
                 )
             )
             raw_event = (
-                pl.when(name.is_null() & by_message.is_not_null()).then(pl.col("message")).otherwise(name)
+                pl.when(event_name.is_null() & by_message.is_not_null())
+                .then(pl.col("message"))
+                .otherwise(event_name)
             )
             canonical = pl.coalesce(canonical, by_message)
-        row = row.with_columns(canonical.alias("canonical"), raw_event.alias("raw_event"))
+        rows = rows.with_columns(canonical.alias("canonical"), raw_event.alias("raw_event"))
         has_job = pl.col("job_id").is_not_null()
-        unmapped = row.filter(has_job & pl.col("canonical").is_null() & pl.col("raw_event").is_not_null())
+        unmapped = rows.filter(has_job & pl.col("canonical").is_null() & pl.col("raw_event").is_not_null())
         names: Counter[str] = Counter(dict(unmapped["raw_event"].value_counts().iter_rows()))
-        used = row.filter(has_job & pl.col("canonical").is_not_null())
+        used = has_job & pl.col("canonical").is_not_null()
+        if rows.select(used.all()).item() is not True:
+            rows = rows.filter(used)
+
+        # then the lease events' rows: every RAW_SCHEMA column in one select
         implied_by_name: dict[str, dict[str, str]] = {}
         for n, h in hits.items():
             for f, v in (h[1] if h is not None else {}).items():
                 implied_by_name.setdefault(f, {})[n] = v
-        implied = [
-            pl.coalesce(
-                pl.col(f), pl.col("event").replace_strict(values, default=None, return_dtype=pl.String)
-            ).alias(f)
-            for f, values in implied_by_name.items()
-            if f in used.columns
-        ]
-        used = (
-            used.with_columns(
-                *implied,
-                pl.col("pod").fill_null(st.pod_fallback),
-                pl.lit(st.report.path).alias("file"),
-                pl.lit(st.index, dtype=pl.Int64).alias("file_index"),
-            )
-            .drop("event")
-            .rename({"canonical": "event"})
-        )
-        # `+ ""` copies the strings: polars string views would otherwise keep every block's whole
-        # text alive (memory would follow the input, not the events kept)
-        return used.select(
-            _owned(c, t) if c in used.columns else pl.lit(None, dtype=t).alias(c)
-            for c, t in RAW_SCHEMA.items()
-        ), names
+
+        def column(c: str, dtype: pl.DataType) -> pl.Expr:
+            if c in ("line", "raw_event"):
+                return pl.col(c)
+            if c == "event":
+                return pl.col("canonical")
+            if c == "fields":
+                # the line itself; `+ ""` copies the strings: polars string views would otherwise keep
+                # every block's whole text alive (memory would follow the input, not the events kept)
+                return pl.col("l") + "" if keep_fields else pl.lit(None, dtype=dtype)
+            if c == "file":
+                return pl.lit(st.report.path, dtype=dtype)
+            if c == "file_index":
+                return pl.lit(st.index, dtype=dtype)
+            if c not in self.aliases:
+                return pl.lit(None, dtype=dtype)
+            value = pick(c)
+            if c in implied_by_name:  # an event name that says an outcome (`release_deleted_0`)
+                value = pl.coalesce(
+                    value, event_name.replace_strict(implied_by_name[c], default=None, return_dtype=pl.String)
+                )
+            if c == "pod":
+                value = value.fill_null(st.pod_fallback)
+            return value
+
+        return rows.select(column(c, t).cast(t).alias(c) for c, t in RAW_SCHEMA.items()), names
 
 
-def _owned(column: str, dtype: pl.DataType) -> pl.Expr:
-    col = pl.col(column).cast(dtype)
-    # only `fields` (the line itself) points into the block's text; decoded values have their own buffers
-    return (col + "").alias(column) if column == "fields" else col
+def _regex_literal(text: str) -> str:
+    """`text` as a regex (Rust syntax) matching it literally: every character but [A-Za-z0-9_] escaped."""
+    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"\\x{{{ord(c):X}}}" for c in text)
 
 
 def _common_prefix(words: list[str]) -> str:
