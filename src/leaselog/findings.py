@@ -16,6 +16,12 @@ Certainty = Literal["certain", "uncertain"]
 SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 
+# how `Evidence.of` and `Finding.of` build a record without validation: what pydantic's own
+# `model_construct` does, minus its per-field loop
+_new = object.__new__
+_set = object.__setattr__
+
+
 class Evidence(BaseModel):
     """A log line that proves part of a finding."""
 
@@ -30,13 +36,11 @@ class Evidence(BaseModel):
 
         The same record `Evidence(file=..., line=..., note=...)` builds, at a quarter of the cost.
         """
-        e = object.__new__(cls)
-        object.__setattr__(e, "__dict__", {"file": file, "line": line, "note": note})
-        object.__setattr__(
-            e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE
-        )
-        object.__setattr__(e, "__pydantic_extra__", None)
-        object.__setattr__(e, "__pydantic_private__", None)
+        e = _new(cls)
+        _set(e, "__dict__", {"file": file, "line": line, "note": note})
+        _set(e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE)
+        _set(e, "__pydantic_extra__", None)
+        _set(e, "__pydantic_private__", None)
         return e
 
 
@@ -87,8 +91,8 @@ class Finding(BaseModel):
         thousands: validating each cost more than phrasing it). The same record `Finding(...)` builds
         from these values: the one coercion validation would make, an int duration to float, is kept.
         """
-        f = object.__new__(cls)
-        object.__setattr__(
+        f = _new(cls)
+        _set(
             f,
             "__dict__",
             {
@@ -108,9 +112,9 @@ class Finding(BaseModel):
                 "details": {} if details is None else details,
             },
         )
-        object.__setattr__(f, "__pydantic_fields_set__", _FINDING_SET)
-        object.__setattr__(f, "__pydantic_extra__", None)
-        object.__setattr__(f, "__pydantic_private__", None)
+        _set(f, "__pydantic_fields_set__", _FINDING_SET)
+        _set(f, "__pydantic_extra__", None)
+        _set(f, "__pydantic_private__", None)
         return f
 
     def to_json_dict(self) -> dict[str, Any]:

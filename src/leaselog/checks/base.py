@@ -225,6 +225,35 @@ def renewal_phrase(outcome: str | None, late: bool = False) -> str:
     }.get(outcome or "", f"a renewal with outcome {outcome}")
 
 
+def pairs_of(
+    x: pl.DataFrame,
+    on: list[str],
+    decide: list[str],
+    choose: Callable[[pl.DataFrame], pl.DataFrame],
+    suffix: str,
+) -> pl.DataFrame:
+    """`choose(x.join(x, on=on, suffix=suffix))`, each chosen pair with every column of both rows.
+
+    A job with n rows makes n² pairs, and carrying every column through them was most of a check's
+    time: the join and `choose` see only `on` and the `decide` columns (whatever `choose` reads), and
+    the pairs it keeps then fetch the rest of both rows. Columns `choose` adds come last.
+    """
+    x = x.with_row_index("_row")
+    narrow = x.select("_row", *on, *decide)
+    chosen = choose(narrow.join(narrow, on=on, suffix=suffix))
+    joined = {*narrow.columns, *(f"{c}{suffix}" for c in narrow.columns)}
+    wide = x.drop("_row", *on)
+    return pl.concat(
+        [
+            chosen.select(on),
+            wide[chosen["_row"]],
+            wide[chosen[f"_row{suffix}"]].rename(lambda c: f"{c}{suffix}"),
+            chosen.select([c for c in chosen.columns if c not in joined]),
+        ],
+        how="horizontal",
+    )
+
+
 def derived(ctx: CheckContext, name: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     """The frame `make()` gives, made once per analysis however many checks ask for it by `name`."""
     if name not in ctx.derived:

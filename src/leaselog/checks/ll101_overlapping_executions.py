@@ -21,6 +21,7 @@ from leaselog.checks.base import (
     cross_pod_certainty,
     ev,
     handover_skew_note,
+    pairs_of,
     when,
 )
 from leaselog.durations import format_duration
@@ -55,17 +56,23 @@ _COLS = [
 def pairs(executions: pl.DataFrame) -> pl.DataFrame:
     """Every pair (a started first, b later) of one job's executions whose intervals intersect."""
     x = executions.select("job_id", *_COLS)
-    p = x.join(x, on="job_id", suffix="_b").filter(
-        (pl.col("start") < pl.col("start_b"))
-        | ((pl.col("start") == pl.col("start_b")) & (pl.col("first_seq") < pl.col("first_seq_b")))
-    )
-    p = p.with_columns(
-        pl.max_horizontal("start", "start_b").alias("overlap_start"),
-        pl.min_horizontal("end", "end_b").alias("overlap_end"),
-    ).with_columns(
-        ((pl.col("overlap_end") - pl.col("overlap_start")).dt.total_microseconds() / 1000).alias("overlap_ms")
-    )
-    return p.filter(pl.col("overlap_ms") > 0).sort("job_id", "overlap_start")
+
+    def choose(p: pl.DataFrame) -> pl.DataFrame:
+        p = p.filter(
+            (pl.col("start") < pl.col("start_b"))
+            | ((pl.col("start") == pl.col("start_b")) & (pl.col("first_seq") < pl.col("first_seq_b")))
+        )
+        p = p.with_columns(
+            pl.max_horizontal("start", "start_b").alias("overlap_start"),
+            pl.min_horizontal("end", "end_b").alias("overlap_end"),
+        ).with_columns(
+            ((pl.col("overlap_end") - pl.col("overlap_start")).dt.total_microseconds() / 1000).alias(
+                "overlap_ms"
+            )
+        )
+        return p.filter(pl.col("overlap_ms") > 0).sort("job_id", "overlap_start")
+
+    return pairs_of(x, ["job_id"], ["start", "first_seq", "end"], choose, "_b")
 
 
 def _results(completed: set[str], accepted: set[str], a: str, b: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_for, ev, ms_expr, when
+from leaselog.checks.base import CheckContext, certainty_for, ev, ms_expr, pairs_of, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -51,15 +51,22 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
             "job_id", "timeline", *_COLS, "last_confirmed_file", "last_confirmed_line", "confirm_latency_ms"
         )
     )
-    p = x.join(x, on=["job_id", "timeline"], suffix="_b").filter(
-        (pl.col("acquired_at") < pl.col("acquired_at_b"))
-        | ((pl.col("acquired_at") == pl.col("acquired_at_b")) & (pl.col("first_seq") < pl.col("first_seq_b")))
-    )
-    p = p.filter(pl.col("acquired_at_b") < pl.col("valid_until")).with_columns(
-        ms_expr("acquired_at_b", pl.min_horizontal("valid_until", "valid_until_b")).alias("size_ms"),
-        pl.min_horizontal("valid_until", "valid_until_b").alias("both_until"),
-    )
-    return p.filter(pl.col("size_ms") > 0).sort("job_id", "acquired_at_b")
+
+    def choose(p: pl.DataFrame) -> pl.DataFrame:
+        p = p.filter(
+            (pl.col("acquired_at") < pl.col("acquired_at_b"))
+            | (
+                (pl.col("acquired_at") == pl.col("acquired_at_b"))
+                & (pl.col("first_seq") < pl.col("first_seq_b"))
+            )
+        )
+        p = p.filter(pl.col("acquired_at_b") < pl.col("valid_until")).with_columns(
+            ms_expr("acquired_at_b", pl.min_horizontal("valid_until", "valid_until_b")).alias("size_ms"),
+            pl.min_horizontal("valid_until", "valid_until_b").alias("both_until"),
+        )
+        return p.filter(pl.col("size_ms") > 0).sort("job_id", "acquired_at_b")
+
+    return pairs_of(x, ["job_id", "timeline"], ["acquired_at", "first_seq", "valid_until"], choose, "_b")
 
 
 def check(ctx: CheckContext) -> list[Finding]:

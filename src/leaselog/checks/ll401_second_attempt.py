@@ -91,8 +91,13 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
         executions.join(lat, on=["job_id", "execution_id"], how="left")
         .select("job_id", "timeline", *_COLS, "confirm_latency_ms")
         .with_columns(_identity().alias("identity"), pl.col("message_id").alias("mid"))
+        .with_row_index("row")
     )
-    p = x.join(x, on=["job_id", "timeline"], suffix="_new").filter(
+    # pair up and choose on the few columns that decide, then fetch the chosen rows' other columns
+    k = x.select(
+        "row", "job_id", "timeline", "execution_id", "first_seen", "first_seq", "offset", "identity", "mid"
+    )
+    p = k.join(k, on=["job_id", "timeline"], suffix="_new").filter(
         (pl.col("first_seen") < pl.col("first_seen_new"))
         | (
             (pl.col("first_seen") == pl.col("first_seen_new"))
@@ -106,8 +111,18 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     p = p.with_columns(same.alias("same_message"))
     # compare with the latest earlier attempt carrying the same message, else the latest earlier attempt
     p = p.sort("job_id", "first_seen_new", "same_message", "first_seen", "first_seq")
-    chosen = p.group_by("job_id", "timeline", "execution_id_new", maintain_order=True).agg(
-        pl.all().last(), pl.len().alias("earlier_attempts")
+    pick = p.group_by("job_id", "timeline", "execution_id_new", maintain_order=True).agg(
+        pl.col("row", "row_new", "same_message").last(), pl.len().alias("earlier_attempts")
+    )
+    wide = x.drop("row", "job_id", "timeline")
+    chosen = pl.concat(
+        [
+            pick.select("job_id", "timeline", "execution_id_new"),
+            wide[pick["row"]],
+            wide.drop("execution_id")[pick["row_new"]].rename(lambda c: f"{c}_new"),
+            pick.select("same_message", "earlier_attempts"),
+        ],
+        how="horizontal",
     )
     trig = pl.col("trigger_new")
     kind = (
