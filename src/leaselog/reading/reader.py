@@ -467,7 +467,8 @@ class Reader:
         # continuations, junk) and, when the block has a NUL at all, the lines with one. Every other
         # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
         keep = self._decoder.prefilter(line) | ~plain_object
-        if b"\x00" in block:
+        has_nul = b"\x00" in block
+        if has_nul:
             keep = keep | line.str.contains("\x00", literal=True)
         decoder = self._decoder
         flagged = (
@@ -476,7 +477,9 @@ class Reader:
             .with_columns(
                 decoder.candidate(line).fill_null(False).alias("candidate"),
                 plain_object.fill_null(False).alias("object"),
-                line.str.contains("\x00", literal=True).fill_null(False).alias("nul"),
+                (line.str.contains("\x00", literal=True) if has_nul else pl.lit(False))
+                .fill_null(False)
+                .alias("nul"),
             )
             # what the columnar path decodes: nested objects are flattened by the per-line path, and
             # so are lines not plainly one object
@@ -639,6 +642,7 @@ class _ColumnarDecoder:
         # multi-needle one, which then only runs on the few lines that have it
         prefix = _common_prefix(self.needles)
         self.prefix: str | None = prefix if len(prefix) >= 3 else None
+        self._needles_regex = _any_literal(self.needles)
         # field names seen so far: the decode schema grows when a block shows a new one (a narrow
         # schema decodes faster than all ~120 spellings). `learn` (the read-ahead thread) looks for them
         # in each block as it is split, `known` (this thread) takes them in block order as blocks are
@@ -651,11 +655,12 @@ class _ColumnarDecoder:
         """A cheap test every candidate line passes (the needles' literal common prefix, if any)."""
         if self.prefix is not None:
             return line.str.contains(self.prefix, literal=True)
-        return line.str.contains_any(self.needles)
+        return self.candidate(line)
 
     def candidate(self, line: pl.Expr) -> pl.Expr:
-        """The exact test: one of the job-id names occurs (only run on the lines the prefilter kept)."""
-        return line.str.contains_any(self.needles)
+        """The exact test: one of the needles occurs. A regex of the needles as literals: the same test
+        as `contains_any`, and faster."""
+        return line.str.contains(self._needles_regex)
 
     def learn(self, texts: pl.Series, ndjson: pl.Series) -> list[str]:
         """Field names not seen before that occur in these lines (a literal search: no line is decoded).
@@ -666,8 +671,7 @@ class _ColumnarDecoder:
         if not unseen or texts.is_empty():
             return []
         if self._unseen_regex[0] != unseen:
-            pattern = '"(?:' + "|".join(_regex_literal(k) for k in unseen) + ')"'
-            self._unseen_regex = (unseen, pattern)
+            self._unseen_regex = (unseen, _any_literal([f'"{k}"' for k in unseen]))
         if not ndjson.str.contains(self._unseen_regex[1]).any():
             return []
         quoted = [f'"{k}"' for k in unseen]
@@ -708,7 +712,7 @@ class _ColumnarDecoder:
         has_message = bool(self.mapper.message_events)
         rows = decoded.with_columns(
             candidates["line"].alias("line"),
-            texts.alias("l"),
+            (_owned_lines(ndjson, texts) if keep_fields else texts).alias("l"),
             pick("job_id").alias("job_id"),
             pick("event").alias("event_name"),
             *([pick("message").alias("message")] if has_message else []),
@@ -751,10 +755,8 @@ class _ColumnarDecoder:
                 return pl.col(c)
             if c == "event":
                 return pl.col("canonical")
-            if c == "fields":
-                # the line itself; `+ ""` copies the strings: polars string views would otherwise keep
-                # every block's whole text alive (memory would follow the input, not the events kept)
-                return pl.col("l") + "" if keep_fields else pl.lit(None, dtype=dtype)
+            if c == "fields":  # the line itself
+                return pl.col("l") if keep_fields else pl.lit(None, dtype=dtype)
             if c == "file":
                 return pl.lit(st.report.path, dtype=dtype)
             if c == "file_index":
@@ -773,9 +775,26 @@ class _ColumnarDecoder:
         return rows.select(column(c, t).cast(t).alias(c) for c, t in RAW_SCHEMA.items()), names
 
 
-def _regex_literal(text: str) -> str:
-    """`text` as a regex (Rust syntax) matching it literally: every character but [A-Za-z0-9_] escaped."""
-    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"\\x{{{ord(c):X}}}" for c in text)
+def _owned_lines(ndjson: bytes, texts: pl.Series) -> pl.Series:
+    """`texts` (lines of a block) in buffers of their own: polars string views would otherwise keep every
+    block's whole text alive (memory would follow the input, not the events kept). Split again from
+    `ndjson` (those lines joined), which was just parsed, rather than copied out of the block."""
+    copy = pl.read_csv(ndjson, has_header=False, separator="\x1f", quote_char=None, schema={"l": pl.String})[
+        "l"
+    ]
+    if copy.len() == texts.len() and copy.str.len_bytes().sum() == texts.str.len_bytes().sum():
+        return copy  # the same lines (splitting only ever drops a CR, which would change the sum)
+    return texts + ""
+
+
+def _any_literal(words: list[str]) -> str:
+    """A regex (Rust syntax) that matches where any of `words` occurs, each taken literally: every
+    character but [A-Za-z0-9_] is escaped."""
+
+    def literal(word: str) -> str:
+        return "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"\\x{{{ord(c):X}}}" for c in word)
+
+    return "(?:" + "|".join(literal(w) for w in words) + ")"
 
 
 def _common_prefix(words: list[str]) -> str:
