@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, ms_expr, when
+from leaselog.checks.base import CheckContext, ev, events_where, ms_expr, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 from leaselog.reconstruct import EXEC_KEYS, WORK_EVENTS
@@ -141,7 +141,7 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
     )
     if last.height:
         w = (
-            ctx.events.filter(pl.col("event").is_in(WORK_EVENTS))
+            events_where(ctx, pl.col("event").is_in(WORK_EVENTS))
             .join(last.select(*EXEC_KEYS, pl.col("t").alias("t0")), on=EXEC_KEYS)
             .filter(pl.col("t") > pl.col("t0"))
             .group_by(EXEC_KEYS)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, ms_expr, renewal_phrase, when
+from leaselog.checks.base import CheckContext, ev, events_where, ms_expr, renewal_phrase, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -67,7 +67,7 @@ def check(ctx: CheckContext) -> list[Finding]:
         how="left",
     )
     accepted = (
-        ctx.events.filter((pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
+        events_where(ctx, (pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
         .join(u.select(*keys, "ownership_uncertain_at"), on=keys, how="inner")
         .filter(pl.col("t") > pl.col("ownership_uncertain_at"))
         .group_by(keys)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, moments, text
+from leaselog.checks.base import CheckContext, ev, events_where, moments, text
 from leaselog.findings import Finding, Severity
 
 CODE = "LL301"
@@ -21,7 +21,7 @@ SEVERITY: Severity = "warning"
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    rel = ctx.events.filter((pl.col("event") == "lock_released") & (pl.col("released") == False))  # noqa: E712
+    rel = events_where(ctx, (pl.col("event") == "lock_released") & (pl.col("released") == False))  # noqa: E712
     if rel.height == 0:
         return []
     holders = ctx.leases.select(

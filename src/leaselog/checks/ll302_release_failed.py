@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, ms_expr, when
+from leaselog.checks.base import CheckContext, ev, events_where, ms_expr, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -26,10 +26,11 @@ _OK = ["success", "ok", "deleted", "released", "true", "1"]
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    rel = ctx.events.filter(
+    rel = events_where(
+        ctx,
         (pl.col("event") == "lock_released")
         & pl.col("release_outcome").is_not_null()
-        & ~pl.col("release_outcome").is_in(_OK)
+        & ~pl.col("release_outcome").is_in(_OK),
     )
     if rel.height == 0:
         return []

@@ -83,7 +83,8 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
     # the end of each timeline: the last moment per (clock, file) first, so the millions of events are
     # grouped by two plain columns rather than by an expression
     log_end = (
-        ctx.events.group_by("clock", "file")
+        ctx.events.lazy()
+        .group_by("clock", "file")
         .agg(pl.col("t").max())
         .group_by(
             pl.when(pl.col("clock") == "wall")
@@ -92,6 +93,7 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
             .alias("timeline")
         )
         .agg(pl.col("t").max().alias("log_end"))
+        .collect()
     )
     return (
         j.join(log_end, on="timeline", how="left")
