@@ -1,0 +1,84 @@
+"""The columnar path's learning of field names, block by block (read ahead in a second thread): a field
+first seen late is read however its key is written, and names are matched literally."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from leaselog.config import Settings
+from leaselog.events import FieldMapper
+from leaselog.reading import reader as reader_mod
+from leaselog.reading.reader import Reader, ReadResult, _any_literal
+from leaselog.reading.sources import Source
+
+
+def _event(i: int, **extra: object) -> str:
+    row = {"ts": f"2026-11-02T08:00:{i % 60:02d}.000Z", "jobId": f"job-{i}", "event": "job_started", **extra}
+    return json.dumps(row, separators=(",", ":"))
+
+
+def _noise(i: int) -> str:
+    return json.dumps({"ts": "2026-11-02T08:00:00.000Z", "url.path": f"/x/{i}", "status": 200})
+
+
+def _read(path: Path, *, columnar: bool, settings: Settings | None = None) -> ReadResult:
+    return Reader(FieldMapper(settings or Settings()), columnar=columnar).read([Source(str(path))])
+
+
+def _same(a: ReadResult, b: ReadResult) -> None:
+    cols = [c for c in a.raw.columns if c != "fields"]
+    assert a.raw.select(cols).sort("line").to_dicts() == b.raw.select(cols).sort("line").to_dicts()
+    assert [r.as_dict() for r in a.inputs] == [r.as_dict() for r in b.inputs]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_mod, "BLOCK_BYTES", 4096)
+
+
+@pytest.mark.usefixtures("small_blocks")
+@pytest.mark.parametrize(
+    "late",
+    [
+        '{"ts":"2026-11-02T08:01:00.000Z","jobId":"late","event":"lock_acquired","ownerId":"w-9"}',
+        # whitespace around the key, as pretty-printing loggers write it
+        '{"ts": "2026-11-02T08:01:00.000Z", "jobId": "late", "event": "lock_acquired",\t"ownerId" : "w-9"}',
+        '{ "ownerId":"w-9","ts":"2026-11-02T08:01:00.000Z","jobId":"late","event":"lock_acquired"}',
+    ],
+)
+def test_field_first_seen_in_a_late_block_is_read(tmp_path: Path, late: str) -> None:
+    # the name occurs early as a value only (not a field), then as a field many blocks later
+    lines = [_event(0, reason="ownerId")] + [_event(i) if i % 7 == 0 else _noise(i) for i in range(1, 3000)]
+    lines.append(late)
+    p = tmp_path / "pod-a.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    got = _read(p, columnar=True)
+    assert got.raw.filter(pl.col("job_id") == "late")["owner"].to_list() == ["w-9"]
+    _same(got, _read(p, columnar=False))
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_field_names_with_regex_characters_are_matched_literally(tmp_path: Path) -> None:
+    s = Settings(fields={"owner": ["own(er)+", "lock.owner"], "job_id": ["job[id]"]})
+    lines = [_noise(i) for i in range(400)]
+    lines += [
+        '{"job[id]":"j-1","event":"lock_acquired","own(er)+":"w-1"}',
+        '{"jobXid":"j-2","event":"lock_acquired","owner":"w-2"}',  # `[id]` is not a character class
+        '{"job[id]":"j-3","event":"lock_acquired","ownerr":"w-3"}',  # nor `(er)+` a repetition
+    ]
+    p = tmp_path / "pod-a.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    got = _read(p, columnar=True, settings=s)
+    assert got.raw.sort("line").select("job_id", "owner").rows() == [("j-1", "w-1"), ("j-3", None)]
+    _same(got, _read(p, columnar=False, settings=s))
+
+
+def test_any_literal_escapes_everything_but_word_characters() -> None:
+    words = ["kafka.topic", "a b", "x-y", "é", "[x]", "\\", 'a"b', "(?:", "$^*+?{}|"]
+    pattern = _any_literal(words)
+    hay = pl.Series([f"..{w}.." for w in words] + ["kafkaXtopic", "a  b", "xy", "x", "ab"])
+    assert hay.str.contains(pattern).to_list() == [True] * len(words) + [False] * 5
