@@ -334,6 +334,33 @@ def test_cli_parquet_folder_loads_back(
     assert_frame_equal(back.executions, sample.executions)
 
 
+def test_keep_fields_false_drops_only_the_raw_records(sample: leaselog.Analysis) -> None:
+    lean = leaselog.analyze(SAMPLES, lease_ttl="5s", keep_fields=False)
+    assert sample.events["fields"].null_count() == 0
+    assert lean.events["fields"].null_count() == lean.events.height > 0
+    assert_frame_equal(lean.events.drop("fields"), sample.events.drop("fields"))
+    assert lean.to_dict() == sample.to_dict()
+
+
+def test_cli_keeps_the_raw_records_only_for_outputs_that_show_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+    real = leaselog.analysis.analyze
+
+    def spy(*args: object, **kwargs: object) -> leaselog.Analysis:
+        seen.append(bool(kwargs["keep_fields"]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(leaselog.analysis, "analyze", spy)
+    incident = SAMPLES / "article-incident"
+    assert main(["analyze", str(incident), "--json", str(tmp_path / "f.json"), "--quiet"]) == 0
+    assert main(["analyze", str(incident), "--parquet", str(tmp_path / "p"), "--quiet"]) == 0
+    assert main(["analyze", str(incident), "--html", str(tmp_path / "r.html"), "--quiet"]) == 0
+    assert seen == [False, True, True]
+    assert leaselog.load(tmp_path / "p").events["fields"].null_count() == 0
+
+
 def test_load_refuses_what_is_not_a_store(sample: leaselog.Analysis, tmp_path: Path) -> None:
     with pytest.raises(leaselog.StoreError, match="no such folder"):
         leaselog.load(tmp_path / "missing")

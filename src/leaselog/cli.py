@@ -190,6 +190,8 @@ def analyze(
     if config is None and Path("leaselog.toml").is_file():
         config = Path("leaselog.toml")
     callback, progress = _progress_reader(paths, err)
+    # each event's whole record is only shown by the HTML report (hovers) and kept in Parquet
+    options["keep_fields"] = html is not None or parquet is not None
     try:
         if progress is not None:
             with progress:
