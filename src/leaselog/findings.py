@@ -152,12 +152,45 @@ def _json_dict(f: Finding, start: str | None, end: str | None) -> dict[str, Any]
     return d
 
 
-def findings_json(findings: list[Finding]) -> list[dict[str, Any]]:
-    """`[f.to_json_dict() for f in findings]`, faster: a finding's end is often its start, formatted once."""
+def _shared_json_dict(f: Finding, start: str | None, end: str | None) -> dict[str, Any]:
+    """`_json_dict` for serialising at once: the same JSON, but sharing the finding's tuples (orjson writes
+    a tuple as a list) and, for evidence with a note, the record's own `{file, line, note}` dict."""
+    v = f.__dict__
+    duration = v["duration_ms"]
+    d: dict[str, Any] = {
+        "kind": v["kind"],
+        "code": v["code"],
+        "severity": v["severity"],
+        "certainty": v["certainty"],
+        "jobId": v["job_id"],
+        "executionIds": v["execution_ids"],
+        "pods": v["pods"],
+        "start": start,
+        "end": end,
+        "durationMs": None if duration is None else round(duration, 3),
+        "message": v["message"],
+        "evidence": [
+            e.__dict__ if e.note is not None else {"file": e.file, "line": e.line} for e in v["evidence"]
+        ],
+    }
+    if v["trigger"] is not None:
+        d["trigger"] = v["trigger"]
+    if v["details"]:
+        d["details"] = v["details"]
+    return d
+
+
+def findings_json(findings: list[Finding], *, shared: bool = False) -> list[dict[str, Any]]:
+    """`[f.to_json_dict() for f in findings]`, faster: a finding's end is often its start, formatted once.
+
+    `shared=True` (for serialising straight away): the dicts share the findings' own tuples and evidence
+    dicts instead of copying them; the same JSON, fewer objects to build and free.
+    """
+    make = _shared_json_dict if shared else _json_dict
     out = []
     for f in findings:
         start = iso(f.start)
-        out.append(_json_dict(f, start, start if f.end is f.start else iso(f.end)))
+        out.append(make(f, start, start if f.end is f.start else iso(f.end)))
     return out
 
 
