@@ -407,14 +407,17 @@ class Reader:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaselog-read") as pool:
             ahead = pool.submit(produce)
             while (got := ahead.result()) is not None:
-                cut, split = got
-                if cut.failure is None:
+                if got[0].failure is None:
                     ahead = pool.submit(produce)
-                if cut.block:
-                    self._block(st, cut.block, split)
-                if cut.failure is not None:  # a truncated gzip: the whole lines before it are counted
-                    raise cut.failure
-                self._advance_to(cut.position)
+                self._take_cut(st, *got)
+                del got  # not kept alive while the next block is awaited
+
+    def _take_cut(self, st: _Stream, cut: _Cut, split: _Split | None) -> None:
+        if cut.block:
+            self._block(st, cut.block, split)
+        if cut.failure is not None:  # a truncated gzip: the whole lines before it are counted
+            raise cut.failure
+        self._advance_to(cut.position)
 
     def _advance_to(self, position: int | None) -> None:
         """`_advance` with the stream position taken right after a block was read (the stream has been
