@@ -326,6 +326,16 @@ def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(cols)
 
 
+def _attach(ex: pl.DataFrame, per_execution: pl.DataFrame) -> pl.DataFrame:
+    """`ex.join(per_execution, on=EXEC_KEYS, how="left")`, keeping ex's rows and order, without copying ex.
+
+    Only the keys take part in the join; the new columns are then set beside ex's (a join of the whole
+    frame would copy its ~80 columns, each time).
+    """
+    matched = ex.select(EXEC_KEYS).join(per_execution, on=EXEC_KEYS, how="left", maintain_order="left")
+    return ex.hstack(matched.drop(EXEC_KEYS))
+
+
 def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Return (executions, leases, renewals)."""
     # build_events already orders by seq; re-sorting the wide frame costs more than everything else here
@@ -352,7 +362,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             # last line of the execution, wherever it stands: the moment it is last known to be alive
             pl.coalesce("ended_at", "last_seen").alias("end"),
         )
-        .join(elapsed_bounds(ev), on=EXEC_KEYS, how="left", maintain_order="left")
+        .pipe(_attach, elapsed_bounds(ev))
         .with_columns(
             pl.when(pl.col("start_elapsed_ms").is_not_null() & pl.col("end_elapsed_ms").is_not_null())
             .then(pl.col("end_elapsed_ms") - pl.col("start_elapsed_ms"))
@@ -362,8 +372,8 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         .drop("start_elapsed_ms", "acquired_elapsed_ms", "end_elapsed_ms")
     )
 
-    acquired = ex.filter(pl.col("acquired_at").is_not_null())
-    leases_base = acquired.select(
+    # (select, then filter: filtering first would copy all ~80 columns of every execution)
+    leases_base = ex.select(
         *EXEC_KEYS,
         "pod",
         "clock",
@@ -375,7 +385,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         "file",
         "acquired_line",
         "acquired_file",
-    )
+    ).filter(pl.col("acquired_at").is_not_null())
     anchors = _anchors(ev, leases_base)
     last_anchor = (
         anchors.sort("seq")
@@ -412,11 +422,8 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             .alias("end_reason"),
         )
     )
-    ex = ex.join(
-        leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason", "last_confirmed_at"),
-        on=EXEC_KEYS,
-        how="left",
-        maintain_order="left",
+    ex = _attach(
+        ex, leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason", "last_confirmed_at")
     )
     ex = ex.rename({"end_reason": "lease_end"})
     rn = renewals(ev, leases_base, anchors)
@@ -431,7 +438,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         )
     )
     ex = (
-        ex.join(late, on=EXEC_KEYS, how="left", maintain_order="left")
+        _attach(ex, late)
         .with_columns(
             pl.min_horizontal("_doubt_at", "_late_at").alias("ownership_uncertain_at"),
             pl.when(
