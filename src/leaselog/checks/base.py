@@ -254,13 +254,15 @@ def pairs_of(
     )
 
 
-def events_where(ctx: CheckContext, predicate: pl.Expr) -> pl.DataFrame:
-    """`ctx.events.filter(predicate)`, through the lazy engine.
+def events_where(ctx: CheckContext, predicate: pl.Expr, columns: list[str] | None = None) -> pl.DataFrame:
+    """`ctx.events.filter(predicate)` (only `columns` of it, if given), through the lazy engine.
 
     It scans the million-row event frame in parallel: on 1.15 M events (53 chunks from the reader) a
-    filter keeping 18 k rows took 0.046 s eagerly and 0.018 s lazily, one keeping none 0.017 s and 0.001 s.
+    filter keeping 18 k rows took 0.046 s eagerly and 0.018 s lazily (0.005 s keeping 9 columns), one
+    keeping none 0.017 s and 0.001 s.
     """
-    return ctx.events.lazy().filter(predicate).collect()
+    found = ctx.events.lazy().filter(predicate)
+    return (found if columns is None else found.select(columns)).collect()
 
 
 def derived(ctx: CheckContext, name: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:

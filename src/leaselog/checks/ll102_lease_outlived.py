@@ -56,6 +56,12 @@ def check(ctx: CheckContext) -> list[Finding]:
     z = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events))
     if z.height == 0:
         return []
+    # only what the findings are made of goes through the joins below (executions have ~80 columns)
+    z = z.select(
+        "job_id", "execution_id", "timeline", "pod", "clock", "ttl_ms", "renewals", "end_kind", "acquired_at",
+        "expires_at", "end", "zombie_ms", "runtime_ms", "acquired_file", "acquired_line", "ended_file",
+        "ended_line", "last_file", "last_line",
+    )  # fmt: skip
     # who took the key over while the zombie ran (first other acquisition after the expiry)
     acq = ctx.executions.filter(pl.col("acquired_at").is_not_null()).select(
         "job_id",

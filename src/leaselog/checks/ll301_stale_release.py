@@ -21,7 +21,11 @@ SEVERITY: Severity = "warning"
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    rel = events_where(ctx, (pl.col("event") == "lock_released") & (pl.col("released") == False))  # noqa: E712
+    rel = events_where(
+        ctx,
+        (pl.col("event") == "lock_released") & (pl.col("released") == False),  # noqa: E712
+        ["job_id", "execution_id", "pod", "clock", "t", "raw_event", "file", "line", "seq"],
+    )
     if rel.height == 0:
         return []
     holders = ctx.leases.select(

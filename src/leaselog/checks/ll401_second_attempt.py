@@ -88,7 +88,8 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """One row per non-first attempt of a job: the earlier attempt it is compared with, and its trigger."""
     lat = leases.select("job_id", "execution_id", "confirm_latency_ms")
     x = (
-        executions.join(lat, on=["job_id", "execution_id"], how="left")
+        executions.select("job_id", "timeline", *_COLS)  # before the join: it copies every column it keeps
+        .join(lat, on=["job_id", "execution_id"], how="left")
         .select("job_id", "timeline", *_COLS, "confirm_latency_ms")
         .with_columns(_identity().alias("identity"), pl.col("message_id").alias("mid"))
         .with_row_index("row")
