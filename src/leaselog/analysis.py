@@ -11,7 +11,7 @@ import polars as pl
 
 from leaselog.checks import CheckContext, run_checks
 from leaselog.config import Settings
-from leaselog.events import FieldMapper, build_events
+from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
@@ -240,7 +240,8 @@ def analyze(
             rep.malformed += 1
             rep.events -= 1
     malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
-    events = built.events
+    events = compact(built.events)
+    del built
     executions, leases, renewals = reconstruct(events, s)
     ctx = CheckContext(events=events, executions=executions, leases=leases, renewals=renewals, settings=s)
     findings = sort_findings(run_checks(ctx))

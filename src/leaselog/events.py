@@ -538,6 +538,25 @@ def build_events(
     return BuiltEvents(events=events, rejected=rejected)
 
 
+def compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """The same frame in one contiguous chunk per column, its all-null columns as polars' cheap nulls.
+
+    The reader hands over one chunk per block read (dozens). Every group-by and gather on a chunked
+    column copies it into one chunk first, again each time: on 200 000 jobs reconstruct took twice as
+    long and held +0.7 GB instead of +0.3 GB. A plain `rechunk` would also write out the columns that
+    are null throughout (most of the optional ones), which cost next to nothing while chunked.
+    """
+    return pl.DataFrame(
+        [
+            pl.repeat(None, frame.height, dtype=s.dtype, eager=True).alias(s.name)
+            if s.null_count() == s.len()
+            else s.rechunk()
+            for s in frame.iter_columns()
+        ],
+        schema=frame.schema,
+    )
+
+
 def _pseudo_times(df: pl.DataFrame) -> pl.DataFrame:
     """Place events of files without wall-clock time on a pseudo timeline.
 
