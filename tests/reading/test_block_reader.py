@@ -82,3 +82,25 @@ def test_any_literal_escapes_everything_but_word_characters() -> None:
     pattern = _any_literal(words)
     hay = pl.Series([f"..{w}.." for w in words] + ["kafkaXtopic", "a  b", "xy", "x", "ab"])
     assert hay.str.contains(pattern).to_list() == [True] * len(words) + [False] * 5
+
+
+@pytest.mark.parametrize("block_bytes", [64, 97, 256, 1000])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_block_edges_anywhere_read_the_same_both_ways(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int, newline: str
+) -> None:
+    # blocks cut inside multi-byte characters, right after or before a newline, inside lines longer
+    # than a block: the columnar path splits a chunk as read and mends its edges, or falls back
+    monkeypatch.setattr(reader_mod, "BLOCK_BYTES", block_bytes)
+    lines = []
+    for i in range(120):
+        lines.append(_event(i, reason="café ☕ 𝄞" * (i % 4), pod=f"pod-{i % 3}"))
+        lines.append(_noise(i) if i % 5 else "")
+        if i % 17 == 0:
+            lines.append(_event(i, message="x" * 1500))  # longer than the small blocks
+    p = tmp_path / "pod-a.jsonl"
+    p.write_bytes(newline.join(lines).encode() + (b"" if block_bytes == 97 else newline.encode()))
+    col, ref = _read(p, columnar=True), _read(p, columnar=False)
+    _same(col, ref)
+    assert col.inputs[0].lines == len(lines)
+    assert col.raw.height == 120 + len(range(0, 120, 17))

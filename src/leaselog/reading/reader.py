@@ -122,26 +122,21 @@ def _disk_position(fh: IO[bytes]) -> int | None:
         return None
 
 
-def _read_into(fh: IO[bytes], buf: memoryview) -> tuple[int, BaseException | None]:
-    """Fill `buf` from the stream as far as it goes: how many bytes, and the error that stopped the read
-    early (what came before it is kept). Reading into one reused buffer spares the page faults of a
-    fresh 16 MiB allocation per block."""
+def _read_some(fh: IO[bytes], size: int) -> tuple[bytes, BaseException | None]:
+    """Up to `size` bytes, and the error that stopped the read early (what came before it is kept)."""
+    parts: list[bytes] = []
     got = 0
-    readinto = getattr(fh, "readinto1", None) or getattr(fh, "readinto", None)
+    read1 = getattr(fh, "read1", fh.read)
     try:
-        while got < len(buf):
-            if readinto is not None:
-                n = readinto(buf[got:])
-            else:
-                piece = fh.read(len(buf) - got)
-                n = len(piece)
-                buf[got : got + n] = piece
-            if not n:
+        while got < size:
+            piece = read1(size - got)
+            if not piece:
                 break
-            got += n
+            parts.append(piece)
+            got += len(piece)
     except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; corrupt data is zlib's
-        return got, e
-    return got, None
+        return b"".join(parts), e
+    return b"".join(parts), None  # one piece (a plain file's usual read) is returned as is, not copied
 
 
 _CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
@@ -401,7 +396,7 @@ class Reader:
             cut = next(blocks, None)
             if cut is None:
                 return None
-            return cut, (self._split(cut.block) if cut.block else None)
+            return cut, (self._split(cut) if cut.size else None)
 
         # the `with` waits for a block still being read ahead, so the stream is not closed under it
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaselog-read") as pool:
@@ -413,8 +408,8 @@ class Reader:
                 del got  # not kept alive while the next block is awaited
 
     def _take_cut(self, st: _Stream, cut: _Cut, split: _Split | None) -> None:
-        if cut.block:
-            self._block(st, cut.block, split)
+        if cut.size:
+            self._block(st, cut, split)
         if cut.failure is not None:  # a truncated gzip: the whole lines before it are counted
             raise cut.failure
         self._advance_to(cut.position)
@@ -426,10 +421,11 @@ class Reader:
             self.progress(position - self._disk)
             self._disk = position
 
-    def _block(self, st: _Stream, block: bytes, split: _Split | None) -> None:
+    def _block(self, st: _Stream, cut: _Cut, split: _Split | None) -> None:
         """Account for one block of whole lines: columnar if it can, else line by line."""
         n = self._columnar_block(st, split) if split is not None else None
         if n is None:
+            block = cut.block()
             n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
             self._per_line_block(st, block)
         st.report.lines += n
@@ -442,27 +438,16 @@ class Reader:
         for i, line in enumerate(lines):
             self._take_line(st, first + i, line.rstrip(b"\r\n"))
 
-    def _split(self, block: bytes) -> _Split | None:
+    def _split(self, cut: _Cut) -> _Split | None:
         """Split a block into lines and keep the few that need a closer look; None when the block must go
         line by line. Runs in the read-ahead thread: it only reads the decoder's fixed needles and
         `_ColumnarDecoder.learn`'s own state, never the report."""
-        try:
-            # a one-column "CSV" whose separator cannot occur in a valid line is polars' fast line
-            # splitter; it keeps empty lines (null) so row i is line first+i. Invalid UTF-8, or the
-            # separator inside a line, make it fail: that block then goes line by line.
-            lines = pl.read_csv(
-                block, has_header=False, separator="\x1f", quote_char=None, schema={"l": pl.String}
-            )
-        except pl.exceptions.PolarsError:
-            return None
+        lines = _chunk_lines(cut)
+        if lines is None:
+            lines = _block_lines(cut.block())
+            if lines is None:
+                return None
         n = lines.height
-        # every byte is a line's or its newline's (cheaper than counting newlines); CRLF lines lost
-        # their CR, so for those count the newlines to be sure no line was split or merged
-        tail = 0 if block.endswith(b"\n") else 1
-        if (lines["l"].str.len_bytes().sum() or 0) + n - tail != len(block) and (
-            block.count(b"\n") + tail != n
-        ):
-            return None
         line = pl.col("l")
         plain_object = line.str.starts_with("{") & line.str.ends_with("}")
         # One pass over the whole block keeps only the lines that may hold a lease event (the job-id
@@ -470,7 +455,7 @@ class Reader:
         # continuations, junk) and, when the block has a NUL at all, the lines with one. Every other
         # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
         keep = self._decoder.prefilter(line) | ~plain_object
-        has_nul = b"\x00" in block
+        has_nul = b"\x00" in cut.prefix or cut.data.find(b"\x00", 0, cut.end) >= 0
         if has_nul:
             keep = keep | line.str.contains("\x00", literal=True)
         decoder = self._decoder
@@ -582,39 +567,109 @@ class Reader:
 
 @dataclass
 class _Cut:
-    """One block of whole lines read from a stream."""
+    """One block of whole lines, `prefix + data[:end]`, not joined unless needed (joining 16 MiB costs a
+    copy and, with sizes that vary, page faults): `data` is the chunk just read, `prefix` the start of its
+    first line, read with the chunk before (or, for a stream's first block, the lines sniffed)."""
 
-    block: bytes
+    prefix: bytes
+    data: bytes
+    end: int
     position: int | None  # the stream's position on disk right after it was read (for progress)
     failure: BaseException | None = None  # the read error that ended the stream after this block
+
+    @property
+    def size(self) -> int:
+        return len(self.prefix) + self.end
+
+    def block(self) -> bytes:
+        if not self.prefix and self.end == len(self.data):
+            return self.data
+        return b"".join((self.prefix, memoryview(self.data)[: self.end]))
 
 
 def _cut_blocks(fh: IO[bytes], head: bytes) -> Iterator[_Cut]:
     """A stream's bytes in blocks of about BLOCK_BYTES cut after a newline, `head` first."""
-    buf = bytearray(BLOCK_BYTES)
-    view = memoryview(buf)
     rest = head  # the bytes read but not handed out yet (a line's start, or the head)
     while True:
-        got, failure = _read_into(fh, view)
+        chunk, failure = _read_some(fh, BLOCK_BYTES)
         if failure is not None:  # a truncated gzip: the whole lines read so far, then the error
-            data = rest + view[:got]
-            yield _Cut(data[: data.rfind(b"\n") + 1], None, failure)
+            data = rest + chunk
+            yield _Cut(b"", data, data.rfind(b"\n") + 1, None, failure)
             return
-        if not got:
+        if not chunk:
             if rest:  # the last line has no newline
-                yield _Cut(rest, _disk_position(fh))
+                yield _Cut(b"", rest, len(rest), _disk_position(fh))
             return
-        cut = buf.rfind(b"\n", 0, got)
+        cut = chunk.rfind(b"\n")
         if cut < 0:
-            data = rest + view[:got]
+            data = rest + chunk
             cut = data.rfind(b"\n")  # only the head can hold one
             if cut < 0:  # one line longer than a block: keep reading
                 rest = data
                 continue
-            block, rest = data[: cut + 1], data[cut + 1 :]
-        else:  # the usual case: one copy out of the reused buffer
-            block, rest = b"".join((rest, view[: cut + 1])), bytes(view[cut + 1 : got])
-        yield _Cut(block, _disk_position(fh))
+            yield _Cut(b"", data, cut + 1, _disk_position(fh))
+            rest = data[cut + 1 :]
+            continue
+        yield _Cut(rest, chunk, cut + 1, _disk_position(fh))
+        rest = chunk[cut + 1 :]
+
+
+def _block_lines(block: bytes) -> pl.DataFrame | None:
+    """A block's lines (column `l`, null for an empty line), or None when it must go line by line."""
+    try:
+        # a one-column "CSV" whose separator cannot occur in a valid line is polars' fast line
+        # splitter; it keeps empty lines (null) so row i is line first+i. Invalid UTF-8, or the
+        # separator inside a line, make it fail: that block then goes line by line.
+        lines = _read_lines(block)
+    except pl.exceptions.PolarsError:
+        return None
+    n = lines.height
+    # every byte is a line's or its newline's (cheaper than counting newlines); CRLF lines lost
+    # their CR, so for those count the newlines to be sure no line was split or merged
+    tail = 0 if block.endswith(b"\n") else 1
+    if _line_bytes(lines) + n - tail != len(block) and block.count(b"\n") + tail != n:
+        return None
+    return lines
+
+
+def _chunk_lines(cut: _Cut) -> pl.DataFrame | None:
+    """`_block_lines` without joining the block: the chunk read is split as it is, its first row (the
+    end of the line `prefix` starts) and its last (a line the next block holds) fixed up. None when that
+    does not plainly give the block's lines (say the chunk's edge cut a UTF-8 character in two): the
+    joined block is then split as before."""
+    data, end, prefix = cut.data, cut.end, cut.prefix
+    if b"\n" in prefix or end == 0:  # the sniffed lines, or a chunk that ends no line
+        return None
+    try:
+        rows = _read_lines(data)
+        first = 0
+        parts = []
+        if prefix:  # the first row is the end of a line that began in the chunk before
+            seam = _read_lines(prefix + data[: data.find(b"\n") + 1])
+            if seam.height != 1:
+                return None
+            parts.append(seam)
+            first = 1
+    except pl.exceptions.PolarsError:
+        return None
+    last = rows.height - (1 if end < len(data) else 0)  # the last row is the next block's
+    if last < first:
+        return None
+    parts.append(rows.slice(first, last - first))
+    lines = pl.concat(parts) if len(parts) > 1 else parts[0]
+    # every byte of the block is a line's or its newline's, the block ends with one: the rows are its
+    # lines, one for one (else, with CRLF lines say, the block is split as before)
+    if _line_bytes(lines) + lines.height != cut.size or data[end - 1 : end] != b"\n":
+        return None
+    return lines
+
+
+def _read_lines(text: bytes) -> pl.DataFrame:
+    return pl.read_csv(text, has_header=False, separator="\x1f", quote_char=None, schema={"l": pl.String})
+
+
+def _line_bytes(lines: pl.DataFrame) -> int:
+    return int(lines["l"].str.len_bytes().sum() or 0)
 
 
 @dataclass
