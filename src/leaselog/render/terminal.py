@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
@@ -92,15 +91,17 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
     if not fs:
         console.print(Text("No findings.", style="green bold"))
         return
-    counts = Counter(f.severity for f in fs)
-    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s])
-    console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
-    # jobs most severe first, then by name; only the shown ones have their findings gathered
+    # one pass: how many of each severity, and each job's most severe finding (to order the jobs)
+    counts: dict[str, int] = {}
     rank: dict[str, int] = {}
     for f in fs:
-        job, r = f.job_id or "(fleet)", SEVERITY_RANK[f.severity]
+        severity = f.severity
+        counts[severity] = counts.get(severity, 0) + 1
+        job, r = f.job_id or "(fleet)", SEVERITY_RANK[severity]
         if rank.get(job, 3) > r:
             rank[job] = r
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts.get(s))
+    console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
     order = [(r, job) for job, r in rank.items()]
     if max_jobs is None or max_jobs < 0:
         ranked = sorted(order)[:max_jobs]
@@ -112,9 +113,10 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
         mine = by_job.get(f.job_id or "(fleet)")
         if mine is not None:
             mine.append(f)
+    # printed as one group: the same lines as a print per line, without rich's cost per print
+    lines: list[RenderableType] = []
     for job in shown:
-        console.print()
-        console.print(Text(job, style="bold underline"))
+        lines += [Text(""), Text(job, style="bold underline")]
         for f in by_job[job]:
             head = Text()
             head.append(f"  {f.severity.upper():7}", style=_STYLE[f.severity])
@@ -125,15 +127,15 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
                 head.append(f"  trigger={f.trigger}")
             if f.certainty == "uncertain":
                 head.append("  (uncertain)", style="magenta")
-            console.print(head)
-            console.print(Padding(Text(f.message), (0, 0, 0, 6), expand=False), highlight=False)
+            lines += [head, Padding(Text(f.message), (0, 0, 0, 6), expand=False)]
             if f.evidence:
                 where = ", ".join(f"{e.file}:{e.line}" for e in f.evidence[:6])
                 more = f" (+{len(f.evidence) - 6})" if len(f.evidence) > 6 else ""
-                console.print(
-                    Padding(Text(f"evidence: {where}{more}", style="dim"), (0, 0, 0, 6), expand=False),
-                    highlight=False,
+                lines.append(
+                    Padding(Text(f"evidence: {where}{more}", style="dim"), (0, 0, 0, 6), expand=False)
                 )
+    if lines:
+        console.print(Group(*lines), highlight=False)
     if len(shown) < len(rank):
         console.print(
             f"\n… {len(rank) - len(shown)} more jobs with findings (all of them in --json / --html)"
