@@ -389,6 +389,9 @@ def _to_str(v: Any) -> str:
     return str(v)
 
 
+_UTC_Z = "%Y-%m-%dT%H:%M:%S%.fZ"
+
+
 def _parse_time(col: pl.Expr) -> pl.Expr:
     """ISO 8601 with `Z`/offset/no zone (taken as UTC), or an epoch number in s/ms/us/ns by magnitude."""
     num = col.cast(pl.Float64, strict=False)
@@ -449,10 +452,12 @@ def build_events(
                 "event": pl.Series("event", names, dtype=pl.String),
             }
         )
-    # One ISO 8601 parse covers the common case (a zone on every timestamp); only when some timestamp
-    # is not of that kind does every other reading get tried (four parses of a million strings: seconds).
+    # One parse covers the common case: UTC written with a `Z` (a fixed format polars parses ~7x faster
+    # than chrono's general `%+`). Only when some timestamp is not of that kind is it read as any ISO 8601
+    # with a zone, and only when one is not that either does every other reading get tried (four parses
+    # of a million strings: seconds).
     df = df.with_columns(
-        pl.col("ts").str.to_datetime("%+", time_unit="us", time_zone="UTC", strict=False).alias("t_wall"),
+        pl.col("ts").str.to_datetime(_UTC_Z, time_unit="us", time_zone="UTC", strict=False).alias("t_wall"),
         *(pl.col(c).cast(pl.Float64, strict=False) for c in _FLOAT_FIELDS),
         # exact for integers (an int64 fencing token beyond 2**53 survives), via float for `600000.0`
         *(
@@ -476,8 +481,12 @@ def build_events(
         pl.col("release_outcome").str.to_lowercase(),
         pl.col("trigger").str.to_lowercase(),
     )
-    if df.select((pl.col("t_wall").is_null() & pl.col("ts").is_not_null()).any()).item():
-        df = df.with_columns(_parse_time(pl.col("ts")).alias("t_wall"))
+    unparsed = (pl.col("t_wall").is_null() & pl.col("ts").is_not_null()).any()
+    if df.select(unparsed).item():
+        iso = pl.col("ts").str.to_datetime("%+", time_unit="us", time_zone="UTC", strict=False)
+        df = df.with_columns(iso.alias("t_wall"))
+        if df.select(unparsed).item():
+            df = df.with_columns(_parse_time(pl.col("ts")).alias("t_wall"))
     # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)
     df = df.with_columns(
         pl.when(pl.col("event") == "lease_renewal")
@@ -531,9 +540,10 @@ def build_events(
     )
     all_wall = not (df["clock"] != "wall").any()
     df = df.with_columns(pl.col("t_wall").alias("t")) if all_wall else _pseudo_times(df)
-    df = df.with_columns(
-        pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
-    )
+    if df["execution_id"].null_count():  # (formatting a million ids only to keep none of them costs)
+        df = df.with_columns(
+            pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
+        )
     events = df.select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()])
     return BuiltEvents(events=events, rejected=rejected)
 
