@@ -25,7 +25,7 @@ from leaselog.checks.base import (
     certainty_columns,
     durations,
     ev,
-    handover_skew_note,
+    handover_skew_columns,
     moments,
     ms_expr,
     text,
@@ -232,16 +232,25 @@ def check(ctx: CheckContext) -> list[Finding]:
     )
     if found.height == 0:
         return []
-    # the phrases that need Python (durations, moments on an elapsed clock), one column each
+    old, new = text("execution_id"), text("execution_id_new")
+    since = pl.col("since_expiry_ms")
+    # moments, durations and the skew bound a handover proves (only with the earlier lease's expiry and
+    # both pods on the wall clock), one column each
     found = found.with_columns(
         moments(found, "acquired_at_new", "clock_new").alias("acquired_when"),
         moments(found, "valid_until", "clock").alias("expired_when"),
         moments(found, "denied_at_new", "clock_new").alias("denied_when"),
         moments(found, "end", "clock").alias("end_when"),
         durations(found["since_expiry_ms"].abs()).alias("since_text"),
+        *handover_skew_columns(
+            found,
+            "pod",
+            "pod_new",
+            "since_expiry_ms",
+            "confirm_latency_ms",
+            where=since.is_not_null() & (pl.col("clock") == "wall") & (pl.col("clock_new") == "wall"),
+        ),
     )
-    old, new = text("execution_id"), text("execution_id_new")
-    since = pl.col("since_expiry_ms")
     message = pl.concat_str(
         pl.format(
             "{} ({}) is attempt {} at {}, after {} ({}). Trigger: {}.",
@@ -268,6 +277,12 @@ def check(ctx: CheckContext) -> list[Finding]:
         .when(pl.col("denied_at_new").is_not_null())
         .then(pl.format(" It was denied the lock at {}: the lease still held it.", "denied_when"))
         .otherwise(pl.lit("")),
+        pl.col("skew_note"),
+        pl.when("earlier_still_running")
+        .then(pl.format(" {} was still running then (until {}).", old, "end_when"))
+        .otherwise(pl.lit("")),
+        # how far to trust the time since the expiry (nothing to trust without one)
+        pl.when(since.is_null()).then(pl.lit("")).otherwise("caveat"),
     )
     found = found.with_columns(
         message.alias("message"),
@@ -275,26 +290,15 @@ def check(ctx: CheckContext) -> list[Finding]:
         pl.coalesce("triggered_line", "first_line").alias("picked_line"),
         at_file("triggered", "first", suffix="_new").alias("picked_file_new"),
         pl.coalesce("triggered_line_new", "first_line_new").alias("picked_line_new"),
-        # the skew bound a handover proves: only with the lease's expiry and both pods on the wall clock
-        (since.is_not_null() & (pl.col("clock") == "wall") & (pl.col("clock_new") == "wall"))
-        .fill_null(False)
-        .alias("handover"),
         # with no time since the expiry there is nothing to be uncertain about
         pl.when(since.is_null()).then(pl.lit("certain")).otherwise("certainty").alias("certainty"),
-        pl.when(since.is_null()).then(pl.lit("")).otherwise("caveat").alias("caveat"),
     )
     out: list[Finding] = []
     for (
-        job_id, path, n, same, since_ms, still_running, end_kind, certainty, caveat, old_id, pod, new_id,
-        pod_new, start_new, message_text, end_when, handover, latency, missing,
+        job_id, path, n, same, since_ms, still_running, end_kind, certainty, old_id, pod, new_id, pod_new,
+        start_new, message, skew_bound, missing,
         picked_file, picked_line, picked_file_new, picked_line_new, acquired_file_new, acquired_line_new,
     ) in zip(*(found[c].to_list() for c in _USED), strict=True):  # fmt: skip
-        skew_bound = None
-        if handover:
-            skew_bound, note = handover_skew_note(pod, pod_new, since_ms, latency)
-            message_text += note
-        if still_running:
-            message_text += f" {old_id} was still running then (until {end_when})."
         evidence = [
             *ev(picked_file, picked_line, f"{old_id} picked up"),
             *ev(picked_file_new, picked_line_new, f"{new_id} picked up"),
@@ -318,7 +322,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 end=start_new,
                 duration_ms=since_ms,
                 trigger=path,
-                message=message_text + caveat,
+                message=message,
                 evidence=tuple(evidence),
                 details={
                     "sincePreviousLeaseExpiryMs": since_ms,
@@ -342,16 +346,13 @@ _USED = [
     "earlier_still_running",
     "end_kind",
     "certainty",
-    "caveat",
     "execution_id",
     "pod",
     "execution_id_new",
     "pod_new",
     "start_new",
     "message",
-    "end_when",
-    "handover",
-    "confirm_latency_ms",
+    "skew_bound",
     "missing",
     "picked_file",
     "picked_line",
