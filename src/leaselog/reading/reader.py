@@ -8,12 +8,13 @@ fleet's log cheap.
 Two paths read the same lines the same way:
 
 - the **columnar path**, for JSON shapes whose record is the line's own object (flat, ECS, Logstash):
-  polars splits a block into lines, picks the candidate lines (a literal search for the job-id names'
-  common prefix, then the multi-needle search on the few that have it), checks the shape of the rest
-  with vectorised string tests, decodes the candidates in bulk with an explicit
-  schema (only the field names seen so far, plus any new one found in the block: a field first
-  appearing late is never missed, and nothing is read twice) and maps them onto canonical columns
-  with expressions;
+  polars splits a block into lines and, in one pass, keeps only those that need a closer look: the
+  candidates (a literal search for the job-id names' common prefix, then the needles on the few that
+  have it) and the lines that are not plainly one object. The candidates are decoded in bulk with an
+  explicit schema (only the field names seen so far, plus any new one found in the block: a field
+  first appearing late is never missed, and nothing is read twice) and mapped onto canonical columns
+  with expressions. Two threads overlap: one reads and splits block k+1 while the other decodes
+  block k (polars releases the GIL);
 - the **per-line path** (orjson, `Format.parse`, `FieldMapper.extract`) for every other shape, for
   message rules, and as the fallback for any line the columnar path cannot vouch for: nested objects,
   lines that do not decode, invalid UTF-8. A block that fails columnar reading is re-read line by line,
@@ -441,7 +442,7 @@ class Reader:
     def _split(self, cut: _Cut) -> _Split | None:
         """Split a block into lines and keep the few that need a closer look; None when the block must go
         line by line. Runs in the read-ahead thread: it only reads the decoder's fixed needles and
-        `_ColumnarDecoder.learn`'s own state, never the report."""
+        `keep_fields`, never the report nor the field names learned."""
         lines = _chunk_lines(cut)
         if lines is None:
             lines = _block_lines(cut.block())
@@ -475,18 +476,20 @@ class Reader:
                 (pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple")
             )
         )
-        # the lines the columnar path decodes, as one NDJSON text: searched here for field names not seen
-        # before, parsed by `_ColumnarDecoder.decode` (unless the block goes line by line)
+        # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
+        # before, then parsed by `_ColumnarDecoder.decode` (unless the block goes line by line)
         texts = flagged.filter(pl.col("candidate") & ~pl.col("nul") & pl.col("simple"))["l"]
-        ndjson = texts.str.join("\n")
-        learned = decoder.learn(texts, ndjson)
-        return _Split(n, flagged, learned, ndjson.cast(pl.Binary).item())
+        joined = texts.str.join("\n")
+        ndjson = joined.cast(pl.Binary).item()
+        # the `fields` column's lines, in buffers of their own (here: this thread has less to do)
+        fields = _owned_lines(ndjson, texts) if self.keep_fields and texts.len() else None
+        return _Split(n, flagged, texts, joined, ndjson, fields)
 
     def _columnar_block(self, st: _Stream, split: _Split) -> int | None:
         """Account for a split block's lines and return how many; None (nothing counted) when the block
         must go line by line."""
-        # the field names this block showed, even if it goes line by line: `learn` reports a name once
-        self._decoder.known.update(split.learned)
+        # the field names this block shows, learned even if it goes line by line (as always)
+        self._decoder.learn(split.texts, split.joined)
         n = split.lines
         report = st.report
         start = report.used + report.ignored + report.malformed
@@ -523,7 +526,7 @@ class Reader:
         per_line = candidates.filter(~pl.col("simple"))
         candidates = candidates.filter(pl.col("simple"))
         if candidates.height:
-            decoded = self._decoder.decode(candidates, split.ndjson, st, keep_fields=self.keep_fields)
+            decoded = self._decoder.decode(candidates, split.ndjson, st, split.fields)
             if decoded is None:  # some line did not decode: let the per-line path say which and why
                 per_line = pl.concat([per_line, candidates])
             else:
@@ -680,8 +683,10 @@ class _Split:
     # line (0-based in the block), l (the text), candidate, object, nul, simple (what the columnar path
     # decodes); the lines left out are valid objects unrelated to leases
     flagged: pl.DataFrame
-    learned: list[str]  # field names first seen in the lines the columnar path decodes
-    ndjson: bytes  # those lines (candidate, no NUL, simple), joined by newlines
+    texts: pl.Series  # the lines the columnar path decodes (candidate, no NUL, simple)
+    joined: pl.Series  # those lines joined by newlines, one string
+    ndjson: bytes  # the same, as bytes (what `read_ndjson` reads)
+    fields: pl.Series | None  # those lines in buffers of their own, if `fields` is kept
 
 
 class _ColumnarDecoder:
@@ -702,12 +707,9 @@ class _ColumnarDecoder:
         self.prefix: str | None = prefix if len(prefix) >= 3 else None
         self._needles_regex = _any_literal(self.needles)
         # field names seen so far: the decode schema grows when a block shows a new one (a narrow
-        # schema decodes faster than all ~120 spellings). `learn` (the read-ahead thread) looks for them
-        # in each block as it is split, `known` (this thread) takes them in block order as blocks are
-        # accounted for: the two sets are never touched by both threads.
-        self.seen: set[str] = set()
+        # schema decodes faster than all ~120 spellings)
         self.known: set[str] = set()
-        self._unseen_regex: tuple[list[str], str] = ([], "")  # `learn`'s search, rebuilt when `seen` grows
+        self._unseen_regex: tuple[list[str], str] = ([], "")  # `learn`'s search, rebuilt when `known` grows
 
     def prefilter(self, line: pl.Expr) -> pl.Expr:
         """A cheap test every candidate line passes (the needles' literal common prefix, if any)."""
@@ -720,32 +722,31 @@ class _ColumnarDecoder:
         as `contains_any`, and faster."""
         return line.str.contains(self._needles_regex)
 
-    def learn(self, texts: pl.Series, ndjson: pl.Series) -> list[str]:
+    def learn(self, texts: pl.Series, joined: pl.Series) -> None:
         """Field names not seen before that occur in these lines as keys (a literal search: no line is
         decoded; a name found elsewhere in a line may be taken too, which only widens the schema).
 
-        `ndjson` is the lines joined. One regex search over it for an unseen name written as a key (after
+        `joined` is the lines joined. One regex search over it for an unseen name written as a key (after
         `{` or `,`) is several times faster than a multi-needle search line by line, and every key of a
         JSON object is written so; only when it finds one are the lines searched one by one."""
-        unseen = [k for k in self.keys if k not in self.seen]
+        unseen = [k for k in self.keys if k not in self.known]
         if not unseen or texts.is_empty():
-            return []
+            return
         if self._unseen_regex[0] != unseen:
             self._unseen_regex = (unseen, r'[{,]\s*"' + _any_literal(unseen) + '"')
-        if not ndjson.str.contains(self._unseen_regex[1]).any():
-            return []
+        if not joined.str.contains(self._unseen_regex[1]).any():
+            return
         quoted = [f'"{k}"' for k in unseen]
         found = texts.filter(texts.str.contains_any(quoted)).str.extract_many(quoted)
-        new = [q[1:-1] for q in found.explode().drop_nulls().unique().to_list()]
-        self.seen.update(new)
-        return new
+        self.known.update(q[1:-1] for q in found.explode().drop_nulls().unique().to_list())
 
     def decode(
-        self, candidates: pl.DataFrame, ndjson: bytes, st: _Stream, *, keep_fields: bool = True
+        self, candidates: pl.DataFrame, ndjson: bytes, st: _Stream, fields: pl.Series | None
     ) -> tuple[pl.DataFrame, Counter[str]] | None:
         """(lease-event rows in RAW_SCHEMA, unmapped event names), or None if some line does not decode.
 
-        `ndjson` is the candidates' lines joined by newlines."""
+        `ndjson` is the candidates' lines joined by newlines; `fields` the lines for the `fields` column
+        (None: left null)."""
         texts = candidates["l"]
         schema = {k: pl.String() for k in self.keys if k in self.known}
         try:
@@ -772,7 +773,7 @@ class _ColumnarDecoder:
         has_message = bool(self.mapper.message_events)
         rows = decoded.with_columns(
             candidates["line"].alias("line"),
-            (_owned_lines(ndjson, texts) if keep_fields else texts).alias("l"),
+            (texts if fields is None else fields).alias("l"),
             pick("job_id").alias("job_id"),
             pick("event").alias("event_name"),
             *([pick("message").alias("message")] if has_message else []),
@@ -816,7 +817,7 @@ class _ColumnarDecoder:
             if c == "event":
                 return pl.col("canonical")
             if c == "fields":  # the line itself
-                return pl.col("l") if keep_fields else pl.lit(None, dtype=dtype)
+                return pl.lit(None, dtype=dtype) if fields is None else pl.col("l")
             if c == "file":
                 return pl.lit(st.report.path, dtype=dtype)
             if c == "file_index":
