@@ -44,12 +44,8 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     lz = leases.select(
         "job_id", "execution_id", "last_confirmed_file", "last_confirmed_line", "confirm_latency_ms"
     )
-    x = (
-        executions.filter(pl.col("acquired_at").is_not_null() & pl.col("valid_until").is_not_null())
-        .join(lz, on=["job_id", "execution_id"], how="left")
-        .select(
-            "job_id", "timeline", *_COLS, "last_confirmed_file", "last_confirmed_line", "confirm_latency_ms"
-        )
+    x = executions.filter(pl.col("acquired_at").is_not_null() & pl.col("valid_until").is_not_null()).select(
+        "job_id", "timeline", *_COLS
     )
 
     def choose(p: pl.DataFrame) -> pl.DataFrame:
@@ -66,7 +62,10 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
         )
         return p.filter(pl.col("size_ms") > 0).sort("job_id", "acquired_at_b")
 
-    return pairs_of(x, ["job_id", "timeline"], ["acquired_at", "first_seq", "valid_until"], choose, "_b")
+    # a's lease's last confirmation (an execution has at most one lease), looked up for the pairs only
+    return pairs_of(
+        x, ["job_id", "timeline"], ["acquired_at", "first_seq", "valid_until"], choose, "_b"
+    ).join(lz, on=["job_id", "execution_id"], how="left", maintain_order="left")
 
 
 def check(ctx: CheckContext) -> list[Finding]:

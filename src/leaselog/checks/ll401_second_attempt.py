@@ -86,11 +86,8 @@ def _identity(suffix: str = "") -> pl.Expr:
 
 def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """One row per non-first attempt of a job: the earlier attempt it is compared with, and its trigger."""
-    lat = leases.select("job_id", "execution_id", "confirm_latency_ms")
     x = (
-        executions.select("job_id", "timeline", *_COLS)  # before the join: it copies every column it keeps
-        .join(lat, on=["job_id", "execution_id"], how="left")
-        .select("job_id", "timeline", *_COLS, "confirm_latency_ms")
+        executions.select("job_id", "timeline", *_COLS)
         .with_columns(_identity().alias("identity"), pl.col("message_id").alias("mid"))
         .with_row_index("row")
     )
@@ -124,6 +121,13 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
             pick.select("same_message", "earlier_attempts"),
         ],
         how="horizontal",
+    ).join(
+        # the earlier attempt's lease's confirming latency (an execution has at most one lease), looked up
+        # for the chosen pairs only
+        leases.select("job_id", "execution_id", "confirm_latency_ms"),
+        on=["job_id", "execution_id"],
+        how="left",
+        maintain_order="left",
     )
     trig = pl.col("trigger_new")
     kind = (
