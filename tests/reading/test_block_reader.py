@@ -104,3 +104,17 @@ def test_block_edges_anywhere_read_the_same_both_ways(
     _same(col, ref)
     assert col.inputs[0].lines == len(lines)
     assert col.raw.height == 120 + len(range(0, 120, 17))
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_job_id_names_only_as_values_read_the_same_both_ways(tmp_path: Path) -> None:
+    # candidates by their text, but no field name ever written as a key: nothing to learn, nothing used
+    lines = [
+        _noise(i) if i % 3 else json.dumps({"msg": "jobId", "note": f'"job_id" {i}'}) for i in range(300)
+    ]
+    lines.append(_event(1))
+    p = tmp_path / "pod-a.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    col, ref = _read(p, columnar=True), _read(p, columnar=False)
+    _same(col, ref)
+    assert col.raw["job_id"].to_list() == ["job-1"]
