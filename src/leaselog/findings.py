@@ -43,7 +43,25 @@ class Evidence(BaseModel):
         _set(e, "__pydantic_private__", None)
         return e
 
+    @classmethod
+    def known(cls, *lines: tuple[str | None, int | None, str | None]) -> tuple[Self, ...]:
+        """Evidence for each `(file, line, note)` whose file and line are known (`ev()` for several lines
+        at once, in one call: checks make one per finding, tens of thousands of them)."""
+        out = []
+        for file, line, note in lines:
+            if file is not None and line is not None:
+                e = _new(cls)
+                _set(e, "__dict__", {"file": file, "line": int(line), "note": note})
+                _set(
+                    e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE
+                )
+                _set(e, "__pydantic_extra__", None)
+                _set(e, "__pydantic_private__", None)
+                out.append(e)
+        return tuple(out)
 
+
+NO_LINE: tuple[None, None, None] = (None, None, None)  # for `Evidence.known`: a line not to cite
 _EVIDENCE_SET = frozenset({"file", "line", "note"})
 _EVIDENCE_SET_NO_NOTE = frozenset({"file", "line"})
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, at_file, derived, durations, ev, moments, text
-from leaselog.findings import Finding, Severity
+from leaselog.checks.base import CheckContext, at_file, derived, durations, moments, text
+from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 from leaselog.reconstruct import elapsed_bounds
 
 CODE = "LL102"
@@ -117,12 +117,11 @@ def check(ctx: CheckContext) -> list[Finding]:
         job_id, execution_id, pod, expires_at, end, zombie_ms, ttl_ms, runtime_ms, end_kind, message_text,
         acquired_file, acquired_line, ends_file, ends_line, taken_over, next_id, next_file, next_line,
     ) in zip(*(z[c].to_list() for c in _USED), strict=True):  # fmt: skip
-        evidence = [
-            *ev(acquired_file, acquired_line, "lease acquired"),
-            *ev(ends_file, ends_line, "still running / ends"),
-        ]
-        if taken_over:
-            evidence += ev(next_file, next_line, "another execution acquires")
+        evidence = Evidence.known(
+            (acquired_file, acquired_line, "lease acquired"),
+            (ends_file, ends_line, "still running / ends"),
+            (next_file, next_line, "another execution acquires") if taken_over else NO_LINE,
+        )
         out.append(
             Finding.of(
                 kind=KIND,
@@ -135,7 +134,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 end=end,
                 duration_ms=zombie_ms,
                 message=message_text,
-                evidence=tuple(evidence),
+                evidence=evidence,
                 details={"ttlMs": ttl_ms, "runtimeMs": runtime_ms, "openEnded": end_kind == "open"},
             )
         )

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, events_where, moments, text
-from leaselog.findings import Finding, Severity
+from leaselog.checks.base import CheckContext, events_where, moments, text
+from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 
 CODE = "LL301"
 KIND = "stale_release"
@@ -116,11 +116,12 @@ def check(ctx: CheckContext) -> list[Finding]:
     ) in zip(*(rows[c].to_list() for c in _USED), strict=True):
         ids: tuple[str, ...] = (execution_id,)
         pods: tuple[str, ...] = (pod,)
-        evidence = ev(file, line, "release deleted nothing")
+        owner: tuple[str | None, int | None, str | None] = NO_LINE
         if holder is not None:
             ids += (holder,)
             pods = tuple(dict.fromkeys([*pods, holder_pod]))
-            evidence += ev(holder_file, holder_line, "current owner acquired")
+            owner = (holder_file, holder_line, "current owner acquired")
+        evidence = Evidence.known((file, line, "release deleted nothing"), owner)
         out.append(
             Finding.of(
                 kind=KIND,
@@ -132,7 +133,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 start=t,
                 end=t,
                 message=message_text,
-                evidence=tuple(evidence),
+                evidence=evidence,
             )
         )
     return out

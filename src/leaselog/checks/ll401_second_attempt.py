@@ -24,13 +24,12 @@ from leaselog.checks.base import (
     at_file,
     certainty_columns,
     durations,
-    ev,
     handover_skew_columns,
     moments,
     ms_expr,
     text,
 )
-from leaselog.findings import Finding, Severity
+from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 
 CODE = "LL401"
 KIND = "second_attempt"
@@ -303,15 +302,13 @@ def check(ctx: CheckContext) -> list[Finding]:
         start_new, message, skew_bound, missing,
         picked_file, picked_line, picked_file_new, picked_line_new, acquired_file_new, acquired_line_new,
     ) in zip(*(found[c].to_list() for c in _USED), strict=True):  # fmt: skip
-        evidence = [
-            *ev(picked_file, picked_line, f"{old_id} picked up"),
-            *ev(picked_file_new, picked_line_new, f"{new_id} picked up"),
-        ]
-        if acquired_line_new is not None and (acquired_file_new, acquired_line_new) != (
-            picked_file_new,
-            picked_line_new,
-        ):
-            evidence += ev(acquired_file_new, acquired_line_new, f"{new_id} acquires")
+        # the acquire is cited when it is not the pickup line already cited
+        acquires = (acquired_file_new, acquired_line_new)
+        evidence = Evidence.known(
+            (picked_file, picked_line, f"{old_id} picked up"),
+            (picked_file_new, picked_line_new, f"{new_id} picked up"),
+            (*acquires, f"{new_id} acquires") if acquires != (picked_file_new, picked_line_new) else NO_LINE,
+        )
         out.append(
             Finding.of(
                 kind=KIND,
@@ -327,7 +324,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 duration_ms=since_ms,
                 trigger=path,
                 message=message,
-                evidence=tuple(evidence),
+                evidence=evidence,
                 details={
                     "sincePreviousLeaseExpiryMs": since_ms,
                     "attemptNumber": n + 1,
