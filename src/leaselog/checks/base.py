@@ -302,14 +302,21 @@ def certainty_for(
 
 
 def certainty_columns(
-    size_ms: pl.Expr, pods: tuple[str, str], clocks: tuple[str, str], settings: Settings
+    size_ms: pl.Expr,
+    pods: tuple[str, str],
+    clocks: tuple[str, str],
+    settings: Settings,
+    *,
+    pods_as_given: bool = False,
 ) -> list[pl.Expr]:
     """`certainty_for` as two columns, `certainty` and `caveat`, computed for every row at once.
 
     Same rules and sentences: uncertain when the two pods differ (a null pod is its own unknown pod) and
-    either the log has no wall clock or the size is within the clock-skew bound.
+    either the log has no wall clock or the size is within the clock-skew bound. `pods_as_given`: pods
+    compared as `cross_pod_certainty` compares them (two null pods are one pod, a null differs from any).
     """
-    two_pods = pl.col(pods[0]).fill_null("?") != pl.col(pods[1]).fill_null("?")
+    a, b = pl.col(pods[0]), pl.col(pods[1])
+    two_pods = a.ne_missing(b) if pods_as_given else a.fill_null("?") != b.fill_null("?")
     no_wall = pl.any_horizontal(
         *[(pl.col(c).is_not_null() & (pl.col(c) != "wall")).fill_null(False) for c in clocks]
     )

@@ -16,20 +16,20 @@ import polars as pl
 
 from leaselog.checks.base import (
     CheckContext,
-    at,
+    at_file,
+    certainty_columns,
     completions,
-    cross_pod_certainty,
-    ev,
+    durations,
     handover_skew_note,
+    moments,
     pairs_of,
-    when,
+    text,
 )
-from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.findings import Evidence, Finding, Severity
 
 CODE = "LL101"
 KIND = "overlapping_executions"
-SEVERITY = "error"
+SEVERITY: Severity = "error"
 
 _COLS = [
     "execution_id",
@@ -75,96 +75,173 @@ def pairs(executions: pl.DataFrame) -> pl.DataFrame:
     return pairs_of(x, ["job_id"], ["start", "first_seq", "end"], choose, "_b")
 
 
-def _results(completed: set[str], accepted: set[str], a: str, b: str) -> str:
+def _results(completed: pl.Series, accepted: pl.Series) -> pl.Expr:
     """Which of the two overlapping executions' results was accepted: load versus corruption.
 
     `completed`: execution ids with a completion attempt; `accepted`: those with an accepted one.
     """
-    if a not in completed and b not in completed:
-        return ""
-    mine = [x for x in dict.fromkeys([a, b]) if x in accepted]
-    if len(mine) == 2:
-        return " Both results were accepted: a duplicate committed effect (see duplicate_effect)."
-    if len(mine) == 1:
-        other = b if mine[0] == a else a
-        return (
-            f" Only {mine[0]}'s result was accepted ({other}'s was turned away or never completed): the "
-            "overlapping computation was load, not corruption."
+    a, b = pl.col("execution_id"), pl.col("execution_id_b")
+    done = (a.is_in(completed.implode()) | b.is_in(completed.implode())).fill_null(False)
+    a_ok, b_ok = a.is_in(accepted.implode()).fill_null(False), b.is_in(accepted.implode()).fill_null(False)
+    one, other = pl.when(a_ok).then(text("execution_id")), pl.when(a_ok).then(text("execution_id_b"))
+    return (
+        pl.when(~done)
+        .then(pl.lit(""))
+        .when(a_ok & b_ok & a.ne_missing(b))
+        .then(pl.lit(" Both results were accepted: a duplicate committed effect (see duplicate_effect)."))
+        .when(a_ok | b_ok)
+        .then(
+            pl.format(
+                " Only {}'s result was accepted ({}'s was turned away or never completed): the overlapping "
+                "computation was load, not corruption.",
+                one.otherwise(text("execution_id_b")),
+                other.otherwise(text("execution_id")),
+            )
         )
-    return " Neither completion was accepted."
+        .otherwise(pl.lit(" Neither completion was accepted."))
+    )
 
 
 def check(ctx: CheckContext) -> list[Finding]:
-    out: list[Finding] = []
     found = pairs(ctx.executions)
+    if found.height == 0:
+        return []
     # only the executions in a pair are looked up: their completions and their leases' confirm latency
     ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique()
     comp = completions(ctx).filter(pl.col("execution_id").is_in(ids.implode()))
-    completed = set(comp["execution_id"].drop_nulls().to_list())
-    accepted = set(comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().to_list())
+    completed = comp["execution_id"].drop_nulls().unique()
+    accepted = comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().unique()
     mine = ctx.leases.filter(pl.col("execution_id").is_in(ids.implode(), nulls_equal=True))
     lat = dict(zip(mine["execution_id"], mine["confirm_latency_ms"], strict=True))
-    for r in found.iter_rows(named=True):
-        a, b = r["execution_id"], r["execution_id_b"]
-        ck_a, ck_b = r["clock"], r["clock_b"]
-        size = r["overlap_ms"]
-        certainty, caveat = cross_pod_certainty(size, [r["pod"], r["pod_b"]], [ck_a, ck_b], ctx.settings)
-        leases_overlapped = (
-            r["valid_until"] is not None
-            and r["acquired_at_b"] is not None
-            and r["valid_until"] > r["acquired_at_b"]
+
+    a, b, job = text("execution_id"), text("execution_id_b"), text("job_id")
+    overlapped = (pl.col("valid_until") > pl.col("acquired_at_b")).fill_null(False)
+    found = found.with_columns(
+        overlapped.alias("leases_overlapped"),
+        # the handover's skew bound: only when the leases did not overlap and both pods are on the wall clock
+        (
+            ~overlapped
+            & pl.col("acquired_at_b").is_not_null()
+            & (pl.col("clock") == "wall")
+            & (pl.col("clock_b") == "wall")
         )
-        if r["acquired_at_b"] is not None and r["valid_until"] is not None and not leases_overlapped:
-            opening = (
-                f"{b} acquired {r['job_id']} at {when(r['acquired_at_b'], ck_b)} after {a}'s lease "
-                f"{'expired' if r['valid_until'] == r['expires_at'] else 'ended'} at {when(r['valid_until'], ck_a)}; "
+        .fill_null(False)
+        .alias("handover"),
+        *certainty_columns(
+            pl.col("overlap_ms"), ("pod", "pod_b"), ("clock", "clock_b"), ctx.settings, pods_as_given=True
+        ),
+        moments(found, "acquired_at_b", "clock_b").alias("acquired_b_when"),
+        moments(found, "valid_until", "clock").alias("valid_until_when"),
+        moments(found, "start_b", "clock_b").alias("start_b_when"),
+        moments(found, "end", "clock").alias("end_when"),
+        moments(found, "end_b", "clock_b").alias("end_b_when"),
+        durations(found["overlap_ms"]).alias("size_text"),
+    )
+    opening = (
+        pl.when(pl.col("acquired_at_b").is_not_null() & pl.col("valid_until").is_not_null() & ~overlapped)
+        .then(
+            pl.format(
+                "{} acquired {} at {} after {}'s lease {} at {}; ",
+                b,
+                job,
+                "acquired_b_when",
+                a,
+                pl.when(pl.col("valid_until") == pl.col("expires_at"))
+                .then(pl.lit("expired"))
+                .otherwise(pl.lit("ended")),
+                "valid_until_when",
             )
-        else:
-            opening = f"{b} started {r['job_id']} at {when(r['start_b'], ck_b)} while {a} was running; "
-        if r["end_kind"] == "open":
-            running = f"{a}'s log ends at {when(r['end'], ck_a)} with no finish (at least that long)"
-        else:
-            running = f"{a} kept running until {when(r['end'], ck_a)}"
-        if r["end_b"] < r["end"]:
-            running += f", past {b}'s own end at {when(r['end_b'], ck_b)}"
-        tail = (
-            " The leases overlapped too (see concurrent_leases)."
-            if leases_overlapped
-            else " The leases never overlapped; the executions did."
         )
+        .otherwise(pl.format("{} started {} at {} while {} was running; ", b, job, "start_b_when", a))
+    )
+    running = pl.concat_str(
+        pl.when(pl.col("end_kind") == "open")
+        .then(pl.format("{}'s log ends at {} with no finish (at least that long)", a, "end_when"))
+        .otherwise(pl.format("{} kept running until {}", a, "end_when")),
+        pl.when(pl.col("end_b") < pl.col("end"))
+        .then(pl.format(", past {}'s own end at {}", b, "end_b_when"))
+        .otherwise(pl.lit("")),
+    )
+    # the message up to the skew note (which needs the exact gap, from Python datetimes) and the caveat
+    found = found.with_columns(
+        pl.concat_str(
+            opening,
+            running,
+            pl.format(": {} of overlapping execution.", "size_text"),
+            pl.when(overlapped)
+            .then(pl.lit(" The leases overlapped too (see concurrent_leases)."))
+            .otherwise(pl.lit(" The leases never overlapped; the executions did.")),
+            _results(completed, accepted),
+        ).alias("message"),
+        at_file("started", "acquired").alias("a_start_file"),
+        pl.coalesce("started_line", "acquired_line").alias("a_start_line"),
+        at_file("ended", "last").alias("a_end_file"),
+        pl.coalesce("ended_line", "last_line").alias("a_end_line"),
+    )
+    out: list[Finding] = []
+    for (
+        job_id, a_id, b_id, pod, pod_b, valid_until, acquired_at_b, start, end, size, end_kind, overlapped_,
+        handover, certainty, caveat, message,
+        a_start_file, a_start_line, b_acquired_file, b_acquired_line, b_started_file, b_started_line,
+        a_end_file, a_end_line,
+    ) in zip(*(found[c].to_list() for c in _USED), strict=True):  # fmt: skip
         skew_bound, skew_note = None, ""
-        if not leases_overlapped and r["acquired_at_b"] is not None and ck_a == "wall" and ck_b == "wall":
-            gap = (r["acquired_at_b"] - r["valid_until"]).total_seconds() * 1000 if r["valid_until"] else None
-            skew_bound, skew_note = handover_skew_note(r["pod"], r["pod_b"], gap, lat.get(a))
-        message = (
-            f"{opening}{running}: {format_duration(size)} of overlapping execution.{tail}"
-            f"{_results(completed, accepted, a, b)}{skew_note}{caveat}"
-        )
-        evidence = [
-            *ev(*at(r, "started", "acquired"), f"{a} starts"),
-            *ev(*at(r, "acquired", suffix="_b"), f"{b} acquires"),
-            *ev(*at(r, "started", suffix="_b"), f"{b} starts"),
-            *ev(*at(r, "ended", "last"), f"{a} last seen / ends"),
-        ]
+        if handover:
+            gap = (acquired_at_b - valid_until).total_seconds() * 1000 if valid_until else None
+            skew_bound, skew_note = handover_skew_note(pod, pod_b, gap, lat.get(a_id))
         out.append(
-            Finding(
+            Finding.of(
                 kind=KIND,
                 code=CODE,
                 severity=SEVERITY,
                 certainty=certainty,
-                job_id=r["job_id"],
-                execution_ids=(a, b),
-                pods=tuple(dict.fromkeys([r["pod"], r["pod_b"]])),
-                start=r["overlap_start"],
-                end=r["overlap_end"],
+                job_id=job_id,
+                execution_ids=(a_id, b_id),
+                pods=(pod,) if pod == pod_b else (pod, pod_b),
+                start=start,
+                end=end,
                 duration_ms=size,
-                message=message,
-                evidence=tuple(evidence),
+                message=f"{message}{skew_note}{caveat}",
+                evidence=Evidence.known(
+                    (a_start_file, a_start_line, f"{a_id} starts"),
+                    (b_acquired_file, b_acquired_line, f"{b_id} acquires"),
+                    (b_started_file, b_started_line, f"{b_id} starts"),
+                    (a_end_file, a_end_line, f"{a_id} last seen / ends"),
+                ),
                 details={
-                    "leasesOverlapped": leases_overlapped,
-                    "openEnded": r["end_kind"] == "open",
+                    "leasesOverlapped": overlapped_,
+                    "openEnded": end_kind == "open",
                     "skewBoundMs": skew_bound,
                 },
             )
         )
     return out
+
+
+# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
+_USED = [
+    "job_id",
+    "execution_id",
+    "execution_id_b",
+    "pod",
+    "pod_b",
+    "valid_until",
+    "acquired_at_b",
+    "overlap_start",
+    "overlap_end",
+    "overlap_ms",
+    "end_kind",
+    "leases_overlapped",
+    "handover",
+    "certainty",
+    "caveat",
+    "message",
+    "a_start_file",
+    "a_start_line",
+    "acquired_file_b",
+    "acquired_line_b",
+    "started_file_b",
+    "started_line_b",
+    "a_end_file",
+    "a_end_line",
+]
