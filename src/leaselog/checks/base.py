@@ -378,7 +378,8 @@ def pairs_of(
     the pairs it keeps then fetch the rest of both rows. Columns `choose` adds come last.
     """
     x = x.with_row_index("_row")
-    narrow = x.select("_row", *on, *decide)
+    # a row alone in its group pairs with nobody but itself: most rows, left out of the join
+    narrow = x.select("_row", *on, *decide).filter(pl.len().over(on) > 1)
     chosen = choose(narrow.join(narrow, on=on, suffix=suffix))
     joined = {*narrow.columns, *(f"{c}{suffix}" for c in narrow.columns)}
     wide = x.drop("_row", *on)

@@ -87,6 +87,8 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """One row per non-first attempt of a job: the earlier attempt it is compared with, and its trigger."""
     x = (
         executions.select("job_id", "timeline", *_COLS)
+        # only a job with several executions on one timeline has a later attempt (most have one)
+        .filter(pl.len().over("job_id", "timeline") > 1)
         .with_columns(_identity().alias("identity"), pl.col("message_id").alias("mid"))
         .with_row_index("row")
     )
