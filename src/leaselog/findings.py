@@ -5,8 +5,9 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Self
+from zoneinfo import ZoneInfo
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
@@ -205,11 +206,12 @@ def findings_json(findings: list[Finding], *, shared: bool = False) -> list[dict
     dicts instead of copying them; the same JSON, fewer objects to build and free.
     """
     make = _shared_json_dict if shared else _json_dict
-    out = []
-    for f in findings:
-        start = iso(f.start)
-        out.append(make(f, start, start if f.end is f.start else iso(f.end)))
-    return out
+    starts = iso_all([f.start for f in findings])
+    ends = iso_all([None if f.end is f.start else f.end for f in findings])
+    return [
+        make(f, start, start if f.end is f.start else end)
+        for f, start, end in zip(findings, starts, ends, strict=True)
+    ]
 
 
 @contextmanager
@@ -240,6 +242,23 @@ def iso(t: datetime | None) -> str | None:
     if s.endswith("+00:00"):
         return s[:-6] + "Z"
     return s.replace("+00:00", "Z")
+
+
+_UTC_ZONE = ZoneInfo("UTC")  # the zone polars gives its UTC datetimes (ZoneInfo keeps one per key)
+_EPOCH_UTC_ZONE = datetime(1970, 1, 1, tzinfo=_UTC_ZONE)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def iso_all(ts: list[datetime | None]) -> list[str | None]:
+    """`[iso(t) for t in ts]`, formatted by polars when every moment is in polars' UTC zone (as checks make
+    them from the frames): a third of the cost. Same strings: `%.3f` truncates to milliseconds as
+    `isoformat(timespec="milliseconds")` does, over the whole range of datetime (checked on 200 000)."""
+    if not all(t is None or t.tzinfo is _UTC_ZONE for t in ts):
+        return [iso(t) for t in ts]
+    # microseconds since the epoch, exactly (same zone object: plain field arithmetic, no utcoffset call)
+    us = [None if t is None else (t - _EPOCH_UTC_ZONE) // _MICROSECOND for t in ts]
+    moments = pl.Series(us, dtype=pl.Int64).cast(pl.Datetime("us", "UTC"))
+    return moments.dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_list()
 
 
 FINDINGS_SCHEMA: dict[str, pl.DataType] = {
