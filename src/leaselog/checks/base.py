@@ -151,21 +151,12 @@ def ev(file: str | None, line: int | None, note: str | None = None) -> list[Evid
     return [Evidence.of(file, int(line), note)]
 
 
-def at(r: dict[str, Any], *names: str, suffix: str = "") -> tuple[str | None, int | None]:
-    """(file, line) of the first of `names` whose `<name>_line` is known, read with its own `<name>_file`.
+def at_file(*names: str, suffix: str = "") -> pl.Expr:
+    """The file of `pl.coalesce(*[f"{n}_line{suffix}" for n in names])`: `<name>_file` of the first known line.
 
     An execution's lines can be spread over files (log rotation, stdout and stderr), so a line number is
     only ever paired with the file column computed from the same event.
     """
-    for name in names:
-        line = r[f"{name}_line{suffix}"]
-        if line is not None:
-            return r[f"{name}_file{suffix}"], line
-    return None, None
-
-
-def at_file(*names: str, suffix: str = "") -> pl.Expr:
-    """The file of `pl.coalesce(*[f"{n}_line{suffix}" for n in names])`: `<name>_file` of the first known line."""
     expr: pl.Expr = pl.lit(None, dtype=pl.String)
     for name in reversed(names):
         expr = (
