@@ -39,7 +39,7 @@ class Evidence(BaseModel):
         """
         e = _new(cls)
         _set(e, "__dict__", {"file": file, "line": line, "note": note})
-        _set(e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE)
+        _set(e, "__pydantic_fields_set__", set(_EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE))
         _set(e, "__pydantic_extra__", None)
         _set(e, "__pydantic_private__", None)
         return e
@@ -54,7 +54,9 @@ class Evidence(BaseModel):
                 e = _new(cls)
                 _set(e, "__dict__", {"file": file, "line": int(line), "note": note})
                 _set(
-                    e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE
+                    e,
+                    "__pydantic_fields_set__",
+                    set(_EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE),
                 )
                 _set(e, "__pydantic_extra__", None)
                 _set(e, "__pydantic_private__", None)
@@ -131,7 +133,7 @@ class Finding(BaseModel):
                 "details": {} if details is None else details,
             },
         )
-        _set(f, "__pydantic_fields_set__", _FINDING_SET)
+        _set(f, "__pydantic_fields_set__", set(_FINDING_SET))  # its own, as pydantic gives
         _set(f, "__pydantic_extra__", None)
         _set(f, "__pydantic_private__", None)
         return f
