@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import heapq
+from collections import Counter
+from itertools import compress, repeat
+from operator import attrgetter, eq
 
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -11,7 +14,7 @@ from rich.text import Text
 
 from leaselog.analysis import Analysis
 from leaselog.durations import format_duration
-from leaselog.findings import SEVERITY_RANK, Finding
+from leaselog.findings import SEVERITY_RANK, Finding, gc_paused
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_MALFORMED_SHOWN = 10
@@ -22,7 +25,9 @@ def render(a: Analysis, console: Console, *, max_jobs: int | None = 50) -> None:
     _malformed(a, console)
     for p in a.problems:
         console.print(Text(f"note: {p}", style="yellow"))
-    _findings(a, console, max_jobs)
+    # the collector off while tens of thousands of findings are gone through: a collection walks them all
+    with gc_paused():
+        _findings(a, console, max_jobs)
 
 
 def _inputs(a: Analysis, console: Console) -> None:
@@ -91,16 +96,16 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
     if not fs:
         console.print(Text("No findings.", style="green bold"))
         return
-    # one pass: how many of each severity, and each job's most severe finding (to order the jobs)
-    counts: dict[str, int] = {}
+    # tens of thousands of findings: their severities and jobs are gathered by C loops (map, compress)
+    severities = list(map(attrgetter("severity"), fs))
+    jobs = [job or "(fleet)" for job in map(attrgetter("job_id"), fs)]
+    counts = Counter(severities)
+    # each job's most severe finding orders the jobs: least severe written first, overwritten by worse
     rank: dict[str, int] = {}
-    for f in fs:
-        severity = f.severity
-        counts[severity] = counts.get(severity, 0) + 1
-        job, r = f.job_id or "(fleet)", SEVERITY_RANK[severity]
-        if rank.get(job, 3) > r:
-            rank[job] = r
-    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts.get(s))
+    for severity in sorted(counts, key=SEVERITY_RANK.__getitem__, reverse=True):
+        of_severity = compress(jobs, map(eq, severities, repeat(severity)))
+        rank.update(dict.fromkeys(of_severity, SEVERITY_RANK[severity]))
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s])
     console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
     order = [(r, job) for job, r in rank.items()]
     if max_jobs is None or max_jobs < 0:
@@ -109,10 +114,8 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
         ranked = heapq.nsmallest(max_jobs, order)  # the first few of tens of thousands, without sorting all
     shown = [job for _, job in ranked]
     by_job: dict[str, list[Finding]] = {job: [] for job in shown}
-    for f in fs:
-        mine = by_job.get(f.job_id or "(fleet)")
-        if mine is not None:
-            mine.append(f)
+    for f, job in compress(zip(fs, jobs, strict=True), map(by_job.__contains__, jobs)):
+        by_job[job].append(f)
     # printed as one group: the same lines as a print per line, without rich's cost per print
     lines: list[RenderableType] = []
     for job in shown:
