@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import polars as pl
 
@@ -138,12 +137,6 @@ def text(name: str) -> pl.Expr:
     return pl.col(name).cast(pl.String).fill_null("None")
 
 
-def ms_between(a: datetime | None, b: datetime | None) -> float | None:
-    if a is None or b is None:
-        return None
-    return (b - a).total_seconds() * 1000
-
-
 def ev(file: str | None, line: int | None, note: str | None = None) -> list[Evidence]:
     """Evidence for one line, or nothing when the line is unknown."""
     if file is None or line is None:
@@ -182,10 +175,6 @@ def cross_pod_certainty(
             "pods, so the logs cannot prove it."
         )
     return "certain", ""
-
-
-def rows(df: pl.DataFrame) -> list[dict[str, Any]]:
-    return df.to_dicts()
 
 
 def ms_expr(a: str | pl.Expr, b: str | pl.Expr) -> pl.Expr:
@@ -335,14 +324,6 @@ def nice_ceil_ms(ms: float) -> float:
         if ms <= limit:
             return max(step, math.ceil(ms / step) * step)
     return ms  # pragma: no cover - the last limit is infinite
-
-
-def event_at(events: pl.DataFrame, file: str | None, line: int | None) -> dict[str, Any] | None:
-    """The event on one log line (to phrase what happened there), or None."""
-    if file is None or line is None:
-        return None
-    hit = events.filter((pl.col("file") == file) & (pl.col("line") == line))
-    return hit.row(0, named=True) if hit.height else None
 
 
 def renewal_phrase(outcome: str | None, late: bool = False) -> str:
