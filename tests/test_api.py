@@ -361,6 +361,24 @@ def test_cli_keeps_the_raw_records_only_for_outputs_that_show_them(
     assert leaselog.load(tmp_path / "p").events["fields"].null_count() == 0
 
 
+@pytest.mark.parametrize("batch", [1, 2, 2000])
+def test_write_json_is_the_document_to_dict_gives(
+    sample: leaselog.Analysis,
+    empty: leaselog.Analysis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    batch: int,
+) -> None:
+    import orjson
+
+    monkeypatch.setattr(leaselog.analysis, "JSON_BATCH", batch)
+    for name, a in (("sample", sample), ("empty", empty)):
+        out = tmp_path / f"{name}.json"
+        a.write_json(out)
+        assert out.read_bytes() == orjson.dumps(a.to_dict(), option=orjson.OPT_INDENT_2)
+    assert len(sample.finding_list) > 2 and not empty.finding_list
+
+
 def test_load_refuses_what_is_not_a_store(sample: leaselog.Analysis, tmp_path: Path) -> None:
     with pytest.raises(leaselog.StoreError, match="no such folder"):
         leaselog.load(tmp_path / "missing")
