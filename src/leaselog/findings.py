@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ SEVERITY_RANK: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 # `model_construct` does, minus its per-field loop
 _new = object.__new__
 _set = object.__setattr__
+_intern = sys.intern
 
 
 class Evidence(BaseModel):
@@ -38,7 +40,7 @@ class Evidence(BaseModel):
         The same record `Evidence(file=..., line=..., note=...)` builds, at a quarter of the cost.
         """
         e = _new(cls)
-        _set(e, "__dict__", {"file": file, "line": line, "note": note})
+        _set(e, "__dict__", {"file": _intern(file), "line": line, "note": note})
         _set(e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE)
         _set(e, "__pydantic_extra__", None)
         _set(e, "__pydantic_private__", None)
@@ -52,7 +54,8 @@ class Evidence(BaseModel):
         for file, line, note in lines:
             if file is not None and line is not None:
                 e = _new(cls)
-                _set(e, "__dict__", {"file": file, "line": int(line), "note": note})
+                # a path repeats in every finding: one string for all (polars gives each row its own)
+                _set(e, "__dict__", {"file": _intern(file), "line": int(line), "note": note})
                 _set(
                     e, "__pydantic_fields_set__", _EVIDENCE_SET if note is not None else _EVIDENCE_SET_NO_NOTE
                 )
