@@ -119,7 +119,7 @@ class Timing:
 
 
 def run_once(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MB, exit code) of one whole process."""
+    """(wall seconds, peak RSS MiB, exit code) of one whole process."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(p.pid, 0)
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     table = [
-        "| contender | wall s (median) | peak RSS MB | M lines/s | MB/s | runs |",
+        "| contender | wall s (median) | peak RSS MiB | M lines/s | MB/s | runs |",
         "|---|---|---|---|---|---|",
     ]
     table += [fmt_row(t, size, lines) for t in timings.values()]
@@ -380,17 +380,17 @@ def main(argv: list[str] | None = None) -> int:
         s = report["scaling"]
         print(
             f"4x: {s['4x']['wall_s']:.2f} s ({s['time_4x_over_1x']:.2f}x time), peak RSS "
-            f"{s['4x']['peak_rss_mb']:.0f} MB ({s['rss_4x_over_1x']:.2f}x); overlaps equal: "
+            f"{s['4x']['peak_rss_mb']:.0f} MiB ({s['rss_4x_over_1x']:.2f}x); overlaps equal: "
             f"{s['4x']['correctness']['equal']}"
         )
         print(
             f"noise4x (4x the bytes, same lease events): {s['noise4x']['wall_s']:.2f} s "
-            f"({s['time_noise4x_over_1x']:.2f}x time), peak RSS {s['noise4x']['peak_rss_mb']:.0f} MB "
+            f"({s['time_noise4x_over_1x']:.2f}x time), peak RSS {s['noise4x']['peak_rss_mb']:.0f} MiB "
             f"({s['rss_noise4x_over_1x']:.2f}x); overlaps equal: {s['noise4x']['correctness']['equal']}"
         )
         print(
             f"gzip: {s['gzip']['wall_s']:.2f} s ({s['time_gzip_over_plain']:.2f}x plain), peak RSS "
-            f"{s['gzip']['peak_rss_mb']:.0f} MB; overlaps equal: {s['gzip']['correctness']['equal']}"
+            f"{s['gzip']['peak_rss_mb']:.0f} MiB; overlaps equal: {s['gzip']['correctness']['equal']}"
         )
     dest = a.results / f"bench-{a.format}-{a.jobs}.json"
     dest.write_text(json.dumps(report, indent=1))
