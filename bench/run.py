@@ -84,7 +84,7 @@ A.build_events = timed("build_events", A.build_events)
 A.reconstruct = timed("reconstruct", A.reconstruct)
 A.run_checks = timed("checks", A.run_checks)
 t0 = time.perf_counter()
-a = analyze(sys.argv[1])
+a = analyze(sys.argv[1], keep_fields=False)  # as `analyze --json` runs
 t["analyze"] = time.perf_counter() - t0
 t0 = time.perf_counter(); a.write_json(sys.argv[2]); t["write_json"] = time.perf_counter() - t0
 t["findings"] = len(a.finding_list)
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "runs": a.runs,
         "timings": {
-            k: {"wall_s": t.wall, "walls": t.walls, "peak_rss_mb": t.rss, "ok": t.ok}
+            k: {"wall_s": t.wall, "walls": t.walls, "peak_rss_mb": t.rss, "rss_runs_mb": t.rss_mb, "ok": t.ok}
             for k, t in timings.items()
         },
     }
@@ -353,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 "wall_s": t.wall,
                 "walls": t.walls,
                 "peak_rss_mb": t.rss,
+                "rss_runs_mb": t.rss_mb,
                 "bytes": path.stat().st_size,
                 "correctness": check_overlaps(o, truth, copies),
             }
