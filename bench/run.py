@@ -228,29 +228,34 @@ def count_lines(path: Path) -> int:
 
 
 def check_overlaps(findings_json: Path, truth: dict[str, Any], copies: int = 1) -> dict[str, Any]:
-    """Overlapping executions found vs the generator's ground truth, as (jobId, {first, second})."""
-    doc = json.loads(findings_json.read_text())
-    found = {
-        (f["jobId"], frozenset(f["executionIds"]))
-        for f in doc["findings"]
-        if f["kind"] == "overlapping_executions"
-    }
-    expected: set[tuple[str, frozenset[str]]] = set()
-    for k in range(copies):
+    """Overlapping executions found vs the generator's ground truth, as (jobId, {first, second}).
 
-        def ren(s: str, k: int = k) -> str:
-            return s.replace("report-", f"c{k}-report-") if copies > 1 else s
+    Computed in a child process: loading a findings JSON takes this process to over 1 GB, and a process
+    started later by fork + exec inherits that as its starting peak RSS (Linux folds the forking parent's
+    high-water mark into the child's `ru_maxrss`), which would have been reported as leaselog's.
+    """
+    got = subprocess.run(
+        [sys.executable, "-c", CHECK, str(findings_json), str(copies)],
+        input=json.dumps(truth["overlaps"]),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(got.stdout))
 
-        for o in truth["overlaps"]:
-            expected.add((ren(o["jobId"]), frozenset({ren(o["first"]), ren(o["second"])})))
-    return {
-        "truth": len(expected),
-        "found": len(found),
-        "missing": len(expected - found),
-        "extra": len(found - expected),
-        "equal": found == expected,
-        "lines": doc["lines"],
-    }
+
+CHECK = """
+import json, sys
+doc = json.loads(open(sys.argv[1], "rb").read())
+overlaps, copies = json.load(sys.stdin), int(sys.argv[2])
+found = {(f["jobId"], frozenset(f["executionIds"])) for f in doc["findings"] if f["kind"] == "overlapping_executions"}
+expected = set()
+for k in range(copies):
+    ren = (lambda s, k=k: s.replace("report-", f"c{k}-report-")) if copies > 1 else (lambda s: s)
+    expected |= {(ren(o["jobId"]), frozenset({ren(o["first"]), ren(o["second"])})) for o in overlaps}
+print(json.dumps({"truth": len(expected), "found": len(found), "missing": len(expected - found),
+                  "extra": len(found - expected), "equal": found == expected, "lines": doc["lines"]}))
+"""
 
 
 def leaselog_cmd(path: Path, out: Path) -> list[str]:
