@@ -234,3 +234,21 @@ def test_no_progress_bar_when_not_a_terminal(tmp_path: Path, monkeypatch: pytest
     assert callback is not None and bar is not None
     with bar:
         callback(100)  # under a second: the bar stays hidden, and closing it is still fine
+
+
+def test_quiet_shows_no_progress_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import leaselog.cli as cli
+
+    asked: list[list[str]] = []
+    real = cli._progress_reader
+
+    def spy(paths: list[str], console: object) -> tuple[object, object]:
+        asked.append(paths)
+        return real(paths, console)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cli, "_progress_reader", spy)
+    p = _write(tmp_path / "pod-a.jsonl", [_noise(i) for i in range(10)])
+    assert cli.main(["analyze", str(p), "--quiet"]) == 0
+    assert asked == []
+    assert cli.main(["analyze", str(p)]) == 0
+    assert asked == [[str(p)]]

@@ -189,7 +189,7 @@ def analyze(
             raise typer.BadParameter(f"{log_format!r}; known: {', '.join(FORMATS)}", param_hint="--format")
     if config is None and Path("leaselog.toml").is_file():
         config = Path("leaselog.toml")
-    callback, progress = _progress_reader(paths, err)
+    callback, progress = (None, None) if quiet else _progress_reader(paths, err)
     # each event's whole record is only shown by the HTML report (hovers) and kept in Parquet
     options["keep_fields"] = html is not None or parquet is not None
     try:
