@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -202,18 +203,34 @@ def handover_skew_note(
     if gap_ms is None or earlier_pod is None or later_pod is None or earlier_pod == later_pod:
         return None, ""
     bound = gap_ms + (confirm_latency_ms or 0.0)
-    lat = f" plus the {format_duration(confirm_latency_ms)} confirming call" if confirm_latency_ms else ""
-    if bound >= 0:
-        return bound, (
-            f" Redis handed the key over only after the earlier lease had expired in its own time, so "
-            f"{later_pod}'s clock is at most {format_duration(bound)} ahead of {earlier_pod}'s "
-            f"(the {format_duration(gap_ms)} gap{lat})."
-        )
-    return bound, (
-        f" {later_pod} logged its acquire {format_duration(-bound)} before {earlier_pod}'s lease ran out"
-        f"{lat}: if Redis behaved, {earlier_pod}'s clock runs at least {format_duration(-bound)} ahead of "
-        f"{later_pod}'s."
+    lat = _SKEW_LATENCY.format(latency=format_duration(confirm_latency_ms)) if confirm_latency_ms else ""
+    template = _SKEW_PROVEN if bound >= 0 else _SKEW_CONTRADICTED
+    return bound, template.format(
+        later=later_pod,
+        earlier=earlier_pod,
+        bound=format_duration(abs(bound)),
+        gap=format_duration(gap_ms),
+        latency=lat,
     )
+
+
+# the sentences of `handover_skew_note` and `handover_skew_columns` (filled by `str.format` or, a column
+# for each name, by `format_columns`)
+_SKEW_PROVEN = (
+    " Redis handed the key over only after the earlier lease had expired in its own time, so "
+    "{later}'s clock is at most {bound} ahead of {earlier}'s (the {gap} gap{latency})."
+)
+_SKEW_CONTRADICTED = (
+    " {later} logged its acquire {bound} before {earlier}'s lease ran out{latency}: if Redis behaved, "
+    "{earlier}'s clock runs at least {bound} ahead of {later}'s."
+)
+_SKEW_LATENCY = " plus the {latency} confirming call"
+
+
+def format_columns(template: str, **columns: pl.Expr) -> pl.Expr:
+    """`template.format(**values)` for every row, each `{name}` filled from the expression given for it."""
+    parts = re.split(r"\{(\w+)\}", template)  # literal, name, literal, name, ..., literal
+    return pl.concat_str([columns[p] if i % 2 else pl.lit(p) for i, p in enumerate(parts)])
 
 
 def handover_skew_columns(
@@ -239,37 +256,22 @@ def handover_skew_columns(
     )
     lat_phrase = (
         pl.when(pl.col("lat").is_not_null())
-        .then(pl.format(" plus the {} confirming call", "lat_text"))
+        .then(format_columns(_SKEW_LATENCY, latency=pl.col("lat_text")))
         .otherwise(pl.lit(""))
     )
+    names = {
+        "later": pl.col("later"),
+        "earlier": pl.col("earlier"),
+        "bound": pl.col("bound_text"),
+        "gap": pl.col("gap_text"),
+        "latency": lat_phrase,
+    }
     note = (
         pl.when(~pl.col("proves"))
         .then(pl.lit(""))
         .when(pl.col("bound") >= 0)
-        .then(
-            pl.format(
-                " Redis handed the key over only after the earlier lease had expired in its own time, so "
-                "{}'s clock is at most {} ahead of {}'s (the {} gap{}).",
-                "later",
-                "bound_text",
-                "earlier",
-                "gap_text",
-                lat_phrase,
-            )
-        )
-        .otherwise(
-            pl.format(
-                " {} logged its acquire {} before {}'s lease ran out{}: if Redis behaved, {}'s clock runs at "
-                "least {} ahead of {}'s.",
-                "later",
-                "bound_text",
-                "earlier",
-                lat_phrase,
-                "earlier",
-                "bound_text",
-                "later",
-            )
-        )
+        .then(format_columns(_SKEW_PROVEN, **names))
+        .otherwise(format_columns(_SKEW_CONTRADICTED, **names))
     )
     return [parts["bound"].alias("skew_bound"), parts.select(note.alias("skew_note")).to_series()]
 
