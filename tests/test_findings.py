@@ -104,3 +104,12 @@ def test_durations_of_integers_and_of_nothing() -> None:
     ints = pl.Series("i", [None, 5000, 30000, 600000, 86400000, -3], dtype=pl.Int64)
     assert durations(ints).to_list() == [format_duration(v) for v in ints.to_list()]
     assert durations(pl.Series("e", [], dtype=pl.Float64)).to_list() == []
+
+
+def test_format_columns_fills_a_template_as_str_format_does() -> None:
+    from leaselog.checks.base import format_columns
+
+    template = " {a} then {b}{a}."
+    df = pl.DataFrame({"a": ["x", "yy"], "b": ["1", ""]})
+    got = df.select(format_columns(template, a=pl.col("a"), b=pl.col("b"))).to_series().to_list()
+    assert got == [template.format(a=a, b=b) for a, b in df.iter_rows()]

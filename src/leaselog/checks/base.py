@@ -371,9 +371,10 @@ def pairs_of(
 def events_where(ctx: CheckContext, predicate: pl.Expr, columns: list[str] | None = None) -> pl.DataFrame:
     """`ctx.events.filter(predicate)` (only `columns` of it, if given), through the lazy engine.
 
-    It scans the million-row event frame in parallel: on 1.15 M events (53 chunks from the reader) a
-    filter keeping 18 k rows took 0.046 s eagerly and 0.018 s lazily (0.005 s keeping 9 columns), one
-    keeping none 0.017 s and 0.001 s.
+    Taking only the columns a check reads is what saves time: on 1.15 M events (one chunk per column),
+    a filter keeping 18 k rows took 0.018 s with every column and 0.005 s with five. (While the events
+    still came in the reader's 53 chunks, the lazy engine was also 2.5x faster than an eager filter;
+    since `events.compact` the two are even.)
     """
     found = ctx.events.lazy().filter(predicate)
     return (found if columns is None else found.select(columns)).collect()
