@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from itertools import compress, repeat
-from operator import attrgetter, eq
+from itertools import compress
+from operator import attrgetter
 
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -96,15 +96,16 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
     if not fs:
         console.print(Text("No findings.", style="green bold"))
         return
-    # tens of thousands of findings: their severities and jobs are gathered by C loops (map, compress)
+    # tens of thousands of findings: their severities and jobs gathered by C loops (map)
     severities = list(map(attrgetter("severity"), fs))
     jobs = [job or "(fleet)" for job in map(attrgetter("job_id"), fs)]
     counts = Counter(severities)
-    # each job's most severe finding orders the jobs: least severe written first, overwritten by worse
+    # each job's most severe finding orders the jobs
     rank: dict[str, int] = {}
-    for severity in sorted(counts, key=SEVERITY_RANK.__getitem__, reverse=True):
-        of_severity = compress(jobs, map(eq, severities, repeat(severity)))
-        rank.update(dict.fromkeys(of_severity, SEVERITY_RANK[severity]))
+    for severity, job in zip(severities, jobs, strict=True):
+        r = SEVERITY_RANK[severity]
+        if r < rank.get(job, len(SEVERITY_RANK)):
+            rank[job] = r
     summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s])
     console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
     order = [(r, job) for job, r in rank.items()]
