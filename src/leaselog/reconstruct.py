@@ -14,8 +14,12 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.config import Settings
+from leaselog.schema import schema
 
 EXEC_KEYS = ["job_id", "execution_id"]
+# the executions frame's columns, in their documented order (`leaselog.schema`): the frame is built in
+# whatever order is simplest and put in this one at the end, so a new column must be documented to appear
+EXECUTION_COLUMNS = list(schema("executions"))
 
 # Instance ids inside a job id: a UUID, or a separator-delimited segment of digits or of 6+ hex digits.
 # Dropping them gives the job type: `report-42` -> `report`, `report-42-ecs` -> `report-ecs`,
@@ -62,10 +66,6 @@ def _cum_sum_within(x: pl.Expr, start: pl.Expr) -> pl.Expr:
 
 def _first(event: str, col: str = "t") -> pl.Expr:
     return pl.col(col).filter(pl.col("event") == event).first()
-
-
-def _last(event: str, col: str = "t") -> pl.Expr:
-    return pl.col(col).filter(pl.col("event") == event).last()
 
 
 def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -214,10 +214,12 @@ _FIRST: dict[str, list[tuple[str, str]]] = {
         ("seq", "acquired_seq"),
         ("lease_ms", "lease_ms"),
         ("fencing_token", "fencing_token"),
+        ("line", "acquired_line"),
+        ("file", "acquired_file"),
     ],
     "lock_denied": [("t", "denied_at"), ("line", "denied_line"), ("file", "denied_file")],
-    "job_started": [("t", "started_at")],
-    "terminal": [("t", "ended_at"), ("event", "end_event")],
+    "job_started": [("t", "started_at"), ("line", "started_line"), ("file", "started_file")],
+    "terminal": [("t", "ended_at"), ("event", "end_event"), ("line", "ended_line"), ("file", "ended_file")],
     "ownership_lost": [
         ("t", "ownership_lost_at"),
         ("line", "ownership_lost_line"),
@@ -257,11 +259,6 @@ _FIRST_ROW = [
     ("line", "first_line"),
     ("file", "first_file"),
 ]
-_MORE_FIRST: dict[str, list[tuple[str, str]]] = {
-    "lock_acquired": [("line", "acquired_line"), ("file", "acquired_file")],
-    "job_started": [("line", "started_line"), ("file", "started_file")],
-    "terminal": [("line", "ended_line"), ("file", "ended_file")],
-}
 _LAST_ROW = [("line", "last_line"), ("file", "last_file")]
 
 
@@ -310,19 +307,13 @@ def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
         return {name: ev[col].gather(rows[at]).alias(name) for col, name in picks}
 
     cols: dict[str, pl.Series] = {k: rows[k] for k in EXEC_KEYS}
-    cols |= gather("_first_row", _FIRST_ROW[:2])
-    cols |= {k: rows[k] for k in ("first_seen", "last_seen", "first_seq", "last_seq")}
-    for name, picks in _FIRST.items():
-        if name != "doubt":
-            cols |= gather(f"_{name}_row", picks)
-    cols |= gather("_doubt_row", _FIRST["doubt"])
-    cols |= gather("_last_work_row", _LAST_WORK)
-    cols |= {k: rows[k] for k in ("renewals", "renewal_failures")}
-    cols |= gather("_first_row", _FIRST_ROW[2:])
-    for name, picks in _MORE_FIRST.items():
-        cols |= gather(f"_{name}_row", picks)
+    cols |= gather("_first_row", _FIRST_ROW)
     cols |= gather("_last_row", _LAST_ROW)
-    cols["n_events"] = rows["n_events"]
+    for name, picks in _FIRST.items():
+        cols |= gather(f"_{name}_row", picks)
+    cols |= gather("_last_work_row", _LAST_WORK)
+    cols |= {k: rows[k] for k in ("first_seen", "last_seen", "first_seq", "last_seq")}
+    cols |= {k: rows[k] for k in ("renewals", "renewal_failures", "n_events")}
     return pl.DataFrame(cols)
 
 
@@ -458,4 +449,4 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         )
         .drop("_doubt_at", "_doubt_line", "_doubt_file", "_late_at", "_late_line", "_late_file")
     )
-    return ex, leases, rn
+    return ex.select(EXECUTION_COLUMNS), leases, rn
