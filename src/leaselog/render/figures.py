@@ -440,72 +440,29 @@ def _panel_spec(
                 }
             )
 
-    common = {"type": "bar", "orientation": "h", "hoverinfo": "text", "textposition": "none"}
     data.append(
-        {
-            **common,
-            "name": "lease (lock held)",
-            "legendgroup": "lease",
-            "y": lease_bars["y"],
-            "base": lease_bars["base"],
-            "x": lease_bars["x"],
-            "hovertext": lease_bars["text"],
-            "width": 0.2,
-            "marker": {"color": LEASE, "line": {"color": LEASE_EDGE, "width": 1}},
-            "meta": {"role": "lease"},
-        }
+        _bars(
+            "lease (lock held)",
+            "lease",
+            lease_bars,
+            0.2,
+            {"color": LEASE, "line": {"color": LEASE_EDGE, "width": 1}},
+        )
     )
-    data.append(
-        {
-            **common,
-            "name": "execution (with lease)",
-            "legendgroup": "execution",
-            "y": exec_bars["y"],
-            "base": exec_bars["base"],
-            "x": exec_bars["x"],
-            "hovertext": exec_bars["text"],
-            "width": 0.3,
-            "marker": {"color": exec_bars["color"]},
-            "meta": {"role": "execution"},
-        }
-    )
+    data.append(_bars("execution (with lease)", "execution", exec_bars, 0.3, {"color": exec_bars["color"]}))
     if zombie_bars["y"]:
-        data.append(
-            {
-                **common,
-                "name": "execution without lease",
-                "legendgroup": "zombie",
-                "y": zombie_bars["y"],
-                "base": zombie_bars["base"],
-                "x": zombie_bars["x"],
-                "hovertext": zombie_bars["text"],
-                "width": 0.3,
-                "marker": {
-                    "color": ZOMBIE,
-                    "pattern": {"shape": "/", "fgcolor": "white", "solidity": 0.3, "fillmode": "overlay"},
-                },
-                "meta": {"role": "zombie"},
-            }
-        )
+        zombie_marker = {
+            "color": ZOMBIE,
+            "pattern": {"shape": "/", "fgcolor": "white", "solidity": 0.3, "fillmode": "overlay"},
+        }
+        data.append(_bars("execution without lease", "zombie", zombie_bars, 0.3, zombie_marker))
     if open_bars["y"]:
-        data.append(
-            {
-                **common,
-                "name": "open end (log stops)",
-                "legendgroup": "open",
-                "y": open_bars["y"],
-                "base": open_bars["base"],
-                "x": open_bars["x"],
-                "hovertext": open_bars["text"],
-                "width": 0.3,
-                "marker": {
-                    "color": "rgba(140,149,159,0.25)",
-                    "line": {"color": OPEN_END, "width": 1},
-                    "pattern": {"shape": ".", "fgcolor": OPEN_END, "fillmode": "overlay"},
-                },
-                "meta": {"role": "open"},
-            }
-        )
+        open_marker = {
+            "color": "rgba(140,149,159,0.25)",
+            "line": {"color": OPEN_END, "width": 1},
+            "pattern": {"shape": ".", "fgcolor": OPEN_END, "fillmode": "overlay"},
+        }
+        data.append(_bars("open end (log stops)", "open", open_bars, 0.3, open_marker))
 
     notes: list[str] = []
     data.extend(_event_traces(events, lanes, axis, renewals, notes))
@@ -627,6 +584,25 @@ def _panel_spec(
             }
         )
     return {"data": data, "layout": layout}
+
+
+def _bars(name: str, role: str, bars: dict[str, Any], width: float, marker: dict[str, Any]) -> dict[str, Any]:
+    """One horizontal bar trace of a timeline's lanes (leases, executions, zombie parts, open ends)."""
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "hoverinfo": "text",
+        "textposition": "none",
+        "name": name,
+        "legendgroup": role,
+        "y": bars["y"],
+        "base": bars["base"],
+        "x": bars["x"],
+        "hovertext": bars["text"],
+        "width": width,
+        "marker": marker,
+        "meta": {"role": role},
+    }
 
 
 def _clock_note(clocks: set[str]) -> str:
