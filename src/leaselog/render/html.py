@@ -299,7 +299,7 @@ def _overview(a: Analysis, fs: pl.DataFrame, job_index: dict[str, int]) -> str:
             (pl.col("certainty") == "uncertain").sum().alias("uncertain"),
         )
         .with_columns(pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int64).alias("rank"))
-        .sort("rank", "n", descending=[False, True])
+        .sort("rank", "n", "code", descending=[False, True, False])  # code: ties in a stable order
     )
     kind_rows = (
         "".join(
