@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from leaselog.checks import CheckContext, run_checks
-from leaselog.config import Settings
+from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
@@ -167,16 +167,6 @@ class Analysis:
 
         return overview_figure(self)
 
-
-# friendly keyword -> Settings field (the same names a leaselog.toml accepts)
-FRIENDLY_OPTIONS: dict[str, str] = {
-    "lease_ttl": "lease_ttl_ms",
-    "max_skew": "max_skew_ms",
-    "stop_slo": "stop_slo_ms",
-    "takeover_slo": "takeover_slo_ms",
-    "renewal_interval": "renewal_interval_ms",
-    "clock_offsets": "clock_offsets_ms",
-}
 
 Duration = str | float | int
 

@@ -167,7 +167,8 @@ class ConfigError(ValueError):
     """A config file that cannot be used; the message names the file and the offending key/line."""
 
 
-_RENAMES = {
+# friendly name -> Settings field: the names a leaselog.toml and `leaselog.analyze(...)` accept
+FRIENDLY_OPTIONS: dict[str, str] = {
     "lease_ttl": "lease_ttl_ms",
     "max_skew": "max_skew_ms",
     "stop_slo": "stop_slo_ms",
@@ -175,7 +176,7 @@ _RENAMES = {
     "renewal_interval": "renewal_interval_ms",
     "clock_offsets": "clock_offsets_ms",
 }
-_TOML_NAME = {v: k for k, v in _RENAMES.items()}
+_TOML_NAME = {v: k for k, v in FRIENDLY_OPTIONS.items()}
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 _KEY = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.\-@"' ]+?)\s*=""")
 
@@ -267,7 +268,7 @@ def _config_keywords(data: dict[str, Any]) -> dict[str, Any]:
     """Translate TOML's friendlier names (`lease_ttl = "10m"`) into Settings fields."""
     out: dict[str, Any] = {}
     for k, v in data.items():
-        out[_RENAMES.get(k, k)] = v
+        out[FRIENDLY_OPTIONS.get(k, k)] = v
     if isinstance(out.get("clock_offsets_ms"), dict):
         out["clock_offsets_ms"] = {
             pod: parse_signed_duration_ms(val) for pod, val in out["clock_offsets_ms"].items()
