@@ -233,7 +233,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
     ),
     "findings": _cols(
         ("code", _S, "stable check code, e.g. LL101"),
-        ("kind", _S, "finding kind, e.g. overlapping_executions (see PRODUCT.md)"),
+        ("kind", _S, "finding kind, e.g. overlapping_executions (see docs/PRODUCT.md)"),
         ("severity", _S, "error, warning or info"),
         ("certainty", _S, "certain, or uncertain when clock skew or missing wall clocks cannot decide"),
         ("job_id", _S, "the job it is about"),
