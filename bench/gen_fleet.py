@@ -117,7 +117,9 @@ def _execution(
     fleet.log(start, pod, {**base, "event": "job_started"}, "report started")
     fleet.log(end, pod, {**base, "event": "job_finished", "status": "ok"}, "report finished")
     # the owner-checked release deletes only a lease that is still ours
-    fleet.log(end + 2, pod, {**base, "event": "lock_released", "released": end + 2 < at + ttl}, "lock released")
+    fleet.log(
+        end + 2, pod, {**base, "event": "lock_released", "released": end + 2 < at + ttl}, "lock released"
+    )
     return start, end
 
 
@@ -132,7 +134,12 @@ def generate(
     for j in range(jobs):
         job = f"report-{j}"
         clock += rng.randint(1_000, 60_000)
-        kafka = {"trigger": "kafka", "kafka.topic": "report-requests", "kafka.partition": j % 12, "kafka.offset": j}
+        kafka = {
+            "trigger": "kafka",
+            "kafka.topic": "report-requests",
+            "kafka.partition": j % 12,
+            "kafka.offset": j,
+        }
         pod_a = rng.choice(names)
         runtime_a = int(rng.lognormvariate(12.5, 0.6))  # median ~4.5 min, a tail past a 10 min TTL
         start_a, end_a = _execution(fleet, pod_a, job, f"{job}-a{j:06x}", clock, runtime_a, ttl, kafka)
@@ -142,7 +149,9 @@ def generate(
             pod_d = rng.choice(names)
             at = clock + rng.randint(10, max(11, min(ttl, runtime_a) - 10))
             base = {"jobId": job, "executionId": f"{job}-d{j:06x}"}
-            fleet.log(at - 1, pod_d, {**base, "event": "job_triggered", "trigger": "scheduler"}, "scheduled run")
+            fleet.log(
+                at - 1, pod_d, {**base, "event": "job_triggered", "trigger": "scheduler"}, "scheduled run"
+            )
             fleet.log(at, pod_d, {**base, "event": "lock_denied"}, "lock held elsewhere")
             truth["denied"] += 1
         if rng.random() < 0.15:
@@ -156,7 +165,12 @@ def generate(
             overlap = min(end_a, end_b) - max(start_a, start_b)
             if overlap > 0:
                 truth["overlaps"].append(
-                    {"jobId": job, "first": f"{job}-a{j:06x}", "second": f"{job}-b{j:06x}", "overlapMs": overlap}
+                    {
+                        "jobId": job,
+                        "first": f"{job}-a{j:06x}",
+                        "second": f"{job}-b{j:06x}",
+                        "overlapMs": overlap,
+                    }
                 )
     fleet.lines.sort(key=lambda line: line[0])
     return [text for _, text in fleet.lines], truth
@@ -168,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pods", type=int, default=8)
     ap.add_argument("--noise", type=int, default=4, help="unrelated lines per lease event, on average")
     ap.add_argument("--ttl-ms", type=int, default=600_000)
-    ap.add_argument("--denied-rate", type=float, default=0.05, help="share of jobs with a denied scheduler fire")
+    ap.add_argument(
+        "--denied-rate", type=float, default=0.05, help="share of jobs with a denied scheduler fire"
+    )
     ap.add_argument("--format", default="flat", choices=sorted(SHAPES))
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", required=True)
