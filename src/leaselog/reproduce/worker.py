@@ -91,6 +91,7 @@ class Worker:
         self.deadline = 0.0  # local monotonic lease deadline (ms), conservative by margin_ms
         self.max_deadline = 0.0
         self.stop_requested = threading.Event()
+        self.ended = threading.Event()  # job_finished / job_stopped logged
         self.stop_reason: str | None = None
         self.uncertain = False
         self._state = threading.Lock()
@@ -119,6 +120,16 @@ class Worker:
     def closed(self) -> bool:
         """The harness says no more triggers will come (a pod still waiting for one then leaves)."""
         return bool(self.a.close_marker and self.coord.exists(marker(self.a.prefix, self.a.close_marker)))
+
+    def wait_marker(self, name: str) -> None:
+        """Consume nothing before `name` exists (a later consumer must not take the first message)."""
+        end = time.monotonic() + COORDINATION_TIMEOUT_S
+        while not self.coord.exists(marker(self.a.prefix, name)):
+            if self.closed():
+                raise NoTrigger
+            if time.monotonic() > end:
+                raise SystemExit(f"{self.a.pod}: {name} never came")
+            time.sleep(POLL_S)
 
     # -- trigger ------------------------------------------------------------------------------------
     def take_trigger(self) -> None:
@@ -235,8 +246,8 @@ class Worker:
 
     def request_stop(self, reason: str, cause: str) -> None:
         with self._state:
-            if self.stop_requested.is_set():
-                return
+            if self.stop_requested.is_set() or self.ended.is_set():
+                return  # already asked; or the job is over (a last renewal at shutdown has nothing to stop)
             self.stop_reason = reason
             self.log.emit("job_stop_requested", f"stop requested: {cause}", reason=reason, cause=cause)
             self.stop_requested.set()
@@ -319,6 +330,8 @@ class Worker:
         a = self.a
         self.log.plain(f"worker {a.pod} up, consumer of {self.k['stream']}", logger="o.s.b.StartupInfoLogger")
         try:
+            if a.start_after:
+                self.wait_marker(a.start_after)
             self.take_trigger()
         except NoTrigger:
             self.log.plain(f"worker {a.pod}: nothing to do", logger="o.s.b.StartupInfoLogger")
@@ -360,15 +373,17 @@ class Worker:
                 done += 1
             if a.completion != "none" and (not a.renew or self.checkpoint()):
                 outcome = self.completion()
-            if self.stop_requested.is_set() and not a.ignore_stop:
-                self.log.emit(
-                    "job_stopped",
-                    f"report stopped: {self.stop_reason}",
-                    reason=self.stop_reason,
-                    unitsDone=done,
-                )
-            else:
-                self.log.emit("job_finished", "report finished", status="ok", unitsDone=done)
+            with self._state:
+                if self.stop_requested.is_set() and not a.ignore_stop:
+                    self.log.emit(
+                        "job_stopped",
+                        f"report stopped: {self.stop_reason}",
+                        reason=self.stop_reason,
+                        unitsDone=done,
+                    )
+                else:
+                    self.log.emit("job_finished", "report finished", status="ok", unitsDone=done)
+                self.ended.set()
         finally:
             self.renewals_done.set()
             if self.renewer is not None:
@@ -442,6 +457,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--trigger", choices=["stream", "claim", "scheduler", "retry", "poll"], required=True)
     p.add_argument("--attempt", type=int, default=1, help="this attempt's number (the retry path counts)")
     p.add_argument("--claim-idle-ms", type=int, default=5000)
+    p.add_argument("--start-after", default=None, help="wait for this marker before taking a trigger")
     p.add_argument("--close-marker", default=None, help="leave without an attempt once this marker exists")
     p.add_argument("--on-denied", choices=["wait-silent", "wait", "exit"], default="wait-silent")
     p.add_argument("--lease-ms", type=int, default=5000)
