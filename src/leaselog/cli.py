@@ -339,6 +339,10 @@ def reproduce_command(
         int, typer.Option(help="random: index of the first run (replay part of a campaign).")
     ] = 0,
     keep: Annotated[bool, typer.Option(help="random: keep the folders of passing runs too.")] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(help="random: runs at a time, each on its own throwaway redis-server (1 with --redis)."),
+    ] = 2,
     report: Annotated[
         Path | None, typer.Option(help="random: write the per-kind table and the failed runs as JSON.")
     ] = None,
@@ -381,7 +385,7 @@ def reproduce_command(
     if scenario in ("random", "replay"):
         raise typer.Exit(
             _reproduce_lab(
-                scenario, folder, out, redis_url, runs, seed, start, keep, report, diff, shape, quiet
+                scenario, folder, out, redis_url, runs, seed, start, keep, jobs, report, diff, shape, quiet
             )
         )
     from rich.table import Table
@@ -454,6 +458,7 @@ def _reproduce_lab(
     seed: int,
     start: int,
     keep: bool,
+    jobs: int,
     report: Path | None,
     diff: bool,
     shape: str | None,
@@ -480,6 +485,7 @@ def _reproduce_lab(
         report=report,
         diff=diff,
         start=start,
+        jobs=jobs,
         quiet=quiet,
     )
 

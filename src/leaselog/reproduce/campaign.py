@@ -10,12 +10,15 @@ run's folder is deleted unless `keep`.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import shutil
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,31 +199,51 @@ def run_campaign(
     keep: bool = False,
     diff: bool = True,
     start: int = 0,
+    jobs: int = 1,
     progress: ProgressFn | None = None,
 ) -> Campaign:
+    """Runs `start` .. `start + runs - 1` of campaign `seed`; `jobs` at a time, each on its own throwaway
+    redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`."""
     say = progress or (lambda _m: None)
     camp = Campaign(seed)
     out.mkdir(parents=True, exist_ok=True)
-    with redis_target(redis_url) as target:
-        for index in range(start, start + runs):
+    jobs = 1 if redis_url else max(1, jobs)
+    with contextlib.ExitStack() as stack:
+        targets: queue.Queue[Any] = queue.Queue()
+        for _ in range(jobs):
+            targets.put(stack.enter_context(redis_target(redis_url)))
+
+        def one(index: int) -> RunResult | str:
             plan = draw(seed, index)
             folder = out / plan.name
             if folder.exists():
                 shutil.rmtree(folder)
+            target = targets.get()
             try:
-                r = run_one(plan, target, folder, diff)
+                return run_one(plan, target, folder, diff)
             except ReproduceError as e:
-                camp.errors.append(f"{plan.name}: {e}")
-                say(f"{plan.name}: could not run: {str(e).splitlines()[0]}")
-                continue
-            camp.results.append(r)
-            bad = [i for i in r.score.items if i.status in ("missed", "false", "figure_error")]
-            verdict = "FAIL" if r.failed else "ok"
-            say(f"{plan.name} {verdict} {r.seconds:.1f}s  {plan.describe()}")
-            for i in bad:
-                say(f"    {i.status} {i.kind} {','.join(i.execution_ids)}: {i.why[:160]}")
-            for shape, d in r.shape_diffs.items():
-                say(f"    shape {shape}: {'; '.join(d)[:200]}")
-            if not r.failed and not keep:
-                shutil.rmtree(folder, ignore_errors=True)
+                return f"{plan.name}: {e}"
+            finally:
+                targets.put(target)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for got in pool.map(one, range(start, start + runs)):
+                if isinstance(got, str):
+                    camp.errors.append(got)
+                    say(f"{got.splitlines()[0]} (could not run)")
+                    continue
+                _tell(got, say)
+                camp.results.append(got)
+                if not got.failed and not keep:
+                    shutil.rmtree(got.folder, ignore_errors=True)
     return camp
+
+
+def _tell(r: RunResult, say: ProgressFn) -> None:
+    verdict = "FAIL" if r.failed else "ok"
+    say(f"{r.plan.name} {verdict} {r.seconds:.1f}s  {r.plan.describe()}")
+    for i in r.score.items:
+        if i.status in ("missed", "false", "figure_error"):
+            say(f"    {i.status} {i.kind} {','.join(i.execution_ids)}: {i.why[:160]}")
+    for shape, d in r.shape_diffs.items():
+        say(f"    shape {shape}: {'; '.join(d)[:200]}")

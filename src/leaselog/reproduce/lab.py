@@ -42,6 +42,16 @@ PATH_TRIGGER = {
     "poll": "poll",
 }
 UNIT_MS = 100
+# Start a pod without importing `leaselog` itself (its __init__ loads polars and the analysis, half a second
+# of CPU per pod): the worker needs only leaselog.reproduce.worker and .pod, imported as plain modules.
+LAUNCH = """
+import runpy, sys, types
+for name, path in (("leaselog", {pkg!r}), ("leaselog.reproduce", {sub!r})):
+    m = types.ModuleType(name)
+    m.__path__ = [path]
+    sys.modules[name] = m
+runpy.run_module("leaselog.reproduce.worker", run_name="__main__", alter_sys=True)
+"""
 WAIT_S = 60.0
 CLOSE = "closed"
 
@@ -102,7 +112,7 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
     renew = rng.random() < 0.8
     margin = max(50, lease // 10)
     renewal = int(lease * rng.choice((0.2, 0.25, 1 / 3, 0.4)))
-    op_timeout = rng.choice((50, 100, 200, max(50, renewal // 2)))
+    op_timeout = rng.choice((100, 150, 250, max(100, renewal // 2)))
     while renewal + op_timeout >= lease - margin:  # a renewal must be able to be on time
         op_timeout = max(25, op_timeout // 2)
     retry = rng.choice((0, rng.randint(200, 400), renewal))
@@ -132,8 +142,8 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
                 "BCDE"[i],
                 path,
                 fire,
-                rng.choices(("exit", "wait", "wait-silent"), (5, 3, 2))[0],
-                max(1, int(lease * rng.uniform(0.4, 1.2)) // UNIT_MS),
+                rng.choices(("exit", "wait", "wait-silent"), (6, 2, 2))[0],
+                max(1, int(lease * rng.uniform(0.3, 0.9)) // UNIT_MS),
                 _offset(rng),
             )
         )
@@ -189,10 +199,12 @@ class _Run:
 
     def spawn(self, p: PodPlan) -> None:
         plan = self.plan
+        here = Path(__file__).resolve().parent
+        launch = LAUNCH.format(pkg=str(here.parent), sub=str(here))
         args = [
             sys.executable,
-            "-m",
-            "leaselog.reproduce.worker",
+            "-c",
+            launch,
             "--redis",
             self.target.url,
             "--prefix",

@@ -52,6 +52,7 @@ def campaign(
     report: Path | None,
     diff: bool,
     start: int,
+    jobs: int,
     quiet: bool,
 ) -> int:
     console = _wide(quiet)
@@ -65,7 +66,15 @@ def campaign(
 
     try:
         camp = run_campaign(
-            runs, seed, folder, redis_url=redis_url, keep=keep, diff=diff, start=start, progress=say
+            runs,
+            seed,
+            folder,
+            redis_url=redis_url,
+            keep=keep,
+            diff=diff,
+            start=start,
+            jobs=jobs,
+            progress=say,
         )
     except ReproduceError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)

@@ -273,6 +273,8 @@ def _renewal_trouble(a: Attempt, truth: dict[str, Any]) -> str | None:
     rs = a.renewals()
     if any(r["renewalOutcome"] != "success" or r.get("late") for r in rs):
         return "failed renewals"
+    if not plan.get("renew", True):
+        return None  # no renewal lifecycle: there is no renewal task to starve
     times = [t for t in (a.acquired, *(r["monoMs"] for r in rs)) if t is not None]
     if a.end is not None:
         times.append(a.end)
