@@ -205,6 +205,18 @@ def test_always_wrong() -> None:
     # two identical findings
     twice = score(ARTICLE, _doc(*RIGHT, RIGHT[2]))
     assert [i.why for i in twice.items if i.status == "false"] == ["two identical findings: ..."]
+    thrice = score(ARTICLE, _doc(*RIGHT, RIGHT[2], RIGHT[2]))
+    assert len([i for i in thrice.items if i.status == "false"]) == 2
+    # one finding wrong for several reasons counts once
+    both = copy.deepcopy(RIGHT[1])
+    both.update(certainty="uncertain", durationMs=-5.0)
+    once = [
+        i
+        for i in score(ARTICLE, _doc(*RIGHT, {**both, "executionIds": ["attempt-b"]})).items
+        if i.status == "false"
+    ]
+    assert len(once) == 1
+    assert all(w in once[0].why for w in ("not justified", "uncertain at error", "negative"))
     # a negative duration, as a figure or in a message
     neg = copy.deepcopy(RIGHT)
     neg[4]["durationMs"] = -25.0

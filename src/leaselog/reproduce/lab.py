@@ -64,6 +64,7 @@ class PodPlan:
     on_denied: str  # exit | wait | wait-silent
     units: int
     clock_offset_ms: int
+    dies_after_trigger: bool = False  # killed between its job_triggered and the lock
 
     @property
     def pod(self) -> str:
@@ -145,6 +146,7 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
                 rng.choices(("exit", "wait", "wait-silent"), (6, 2, 2))[0],
                 max(1, int(lease * rng.uniform(0.3, 0.9)) // UNIT_MS),
                 _offset(rng),
+                rng.random() < 0.08,
             )
         )
     names = shapes or tuple(SHAPES)
@@ -264,6 +266,8 @@ class _Run:
                 ]
             if plan.fault == "netcut":
                 args += ["--redis-user", self.acl_user, "--redis-password", self.acl_password]
+        if p.dies_after_trigger:
+            args.append("--die-after-trigger")
         if p.path == "duplicate_publish":
             args += ["--start-after", "triggered:A"]
         err = (self.scratch / f"{p.pod}.stderr").open("wb")

@@ -126,6 +126,8 @@ def attempts(truth: dict[str, Any]) -> list[Attempt]:
     """Each pod's attempt, from its moments; pods that were never triggered made none."""
     paths = {f"pod-{p['role'].lower()}": p["path"] for p in truth["plan"]["pods"]}
     kill = {f["role"]: f["startMono"] for f in truth["faults"] if f["kind"] == "crash" and "startMono" in f}
+    # a pod that killed itself after its pickup (--die-after-trigger) crashed before the lock
+    died = {p["role"] for p in truth["plan"]["pods"] if p.get("dies_after_trigger")}
     out = []
     for pod, ms in sorted(truth["moments"].items()):
         if not ms:
@@ -142,6 +144,8 @@ def attempts(truth: dict[str, Any]) -> list[Attempt]:
             a.end, a.end_event = end["monoMs"], end["event"]
         elif role in kill and a.acquired is not None:
             a.end, a.end_event, a.crashed = kill[role], "killed", True
+        elif role in died and a.acquired is None:
+            a.crashed = True  # never ran: no execution, no overlap, no takeover to expect
         a.stop_requested = _mono(a.first("job_stop_requested"))
         a.stopped = _mono(a.first("job_stopped"))
         out.append(a)
@@ -319,6 +323,7 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         if f.get("certainty") == "uncertain":
             rs.uncertain[f["kind"]] += 1
     used: set[int] = set()
+    wrong: dict[int, list[str]] = {}  # finding -> why it counts against the run (once, whatever the reasons)
     for e in expectations(truth):
         hits = [i for i, f in enumerate(findings) if _matches(e, f, job)]
         used.update(hits)
@@ -338,10 +343,10 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
             trig = sorted({str(f.get("trigger")) for f in got})
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), "wrong trigger path", e.trigger, trig))
         skewable = e.kind in ("overlapping_executions", "lease_outlived") and (e.figure or 0.0) > bound
-        for f in got:
-            if skewable and f.get("certainty") == "uncertain":
+        for i in hits:
+            if skewable and findings[i].get("certainty") == "uncertain":
                 why = f"uncertain, yet {e.figure or 0.0:.0f} ms is beyond max-skew + offsets ({bound:.0f} ms)"
-                rs.items.append(_false(f, why))
+                wrong.setdefault(i, []).append(why)
     for i, f in enumerate(findings):
         if i in used:
             continue
@@ -349,19 +354,21 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         if reason is not None:
             rs.items.append(Item(f["kind"], "tolerated", list(f.get("executionIds") or []), reason))
         elif f.get("severity") in ("warning", "error"):
-            rs.items.append(_false(f, "not justified by the truth"))
+            wrong.setdefault(i, []).append("not justified by the truth")
     # always wrong, matched or not
     seen: Counter[tuple[Any, ...]] = Counter()
-    for f in findings:
+    for i, f in enumerate(findings):
         key = (f["kind"], tuple(f.get("executionIds") or ()), f.get("start"), f.get("end"))
         seen[key] += 1
-        if seen[key] == 2:
-            rs.items.append(_false(f, "two identical findings"))
+        if seen[key] >= 2:
+            wrong.setdefault(i, []).append("two identical findings")
         if f.get("certainty") == "uncertain" and f.get("severity") == "error":
-            rs.items.append(_false(f, "uncertain at error severity"))
+            wrong.setdefault(i, []).append("uncertain at error severity")
         fig = f.get("durationMs")
         if (fig is not None and fig < 0) or NEGATIVE.search(str(f.get("message", ""))):
-            rs.items.append(_false(f, "a negative duration"))
+            wrong.setdefault(i, []).append("a negative duration")
+    for i in sorted(wrong):
+        rs.items.append(_false(findings[i], "; ".join(wrong[i])))
     malformed = int(doc.get("lines", {}).get("malformed", 0))
     if malformed:
         rs.items.append(

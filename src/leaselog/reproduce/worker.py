@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
 import threading
 import time
@@ -339,6 +340,9 @@ class Worker:
             self.log.close()
             return 0
         self.mark(f"triggered:{a.role}")
+        if a.die_after_trigger:
+            # a crash between the pickup and the lock (OOM-killed, node lost): job_triggered, then nothing
+            os.kill(os.getpid(), signal.SIGKILL)
         if not self.acquire():
             self.ack()  # the job is running elsewhere: this request is handled
             self.mark(f"done:{a.role}")
@@ -474,6 +478,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--renew", action="store_true")
     p.add_argument("--fenced", action="store_true", help="same as --completion fenced")
     p.add_argument("--completion", choices=["none", "fenced", "idempotent", "plain"], default="none")
+    p.add_argument("--die-after-trigger", action="store_true", help="SIGKILL itself before taking the lock")
     p.add_argument("--ignore-stop", action="store_true", help="log the stop request, run on to the finish")
     p.add_argument("--retry-on-failure", action="store_true", help="queue a retry when not completed")
     p.add_argument("--clock-offset-ms", type=int, default=0, help="this pod's wall clock is off by this")
