@@ -116,12 +116,20 @@ class RunResult:
         return self.score.failed or bool(self.shape_diffs)
 
 
-def score_folder(folder: Path, truth: dict[str, Any], shape: str) -> tuple[RunScore, dict[str, Any]]:
-    """Render the run in `shape` (into folder/shape/), analyze it, score it; write leaselog.json."""
-    paths = write_shape(flat_rows(folder), shape, folder / shape)
+def score_run(
+    folder: Path, truth: dict[str, Any], shape: str, work: Path | None = None
+) -> tuple[RunScore, dict[str, Any]]:
+    """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/), analyze, score."""
+    paths = write_shape(flat_rows(folder), shape, (work or folder) / shape)
     doc = analyze_doc(paths)
-    (folder / "leaselog.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return score(truth, doc), doc
+
+
+def score_folder(folder: Path, truth: dict[str, Any], shape: str) -> tuple[RunScore, dict[str, Any]]:
+    """score_run into the run's own folder, keeping leaselog's JSON next to it (leaselog.json)."""
+    rs, doc = score_run(folder, truth, shape)
+    (folder / "leaselog.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return rs, doc
 
 
 def run_one(plan: Plan, target: Any, folder: Path, diff: bool = True) -> RunResult:
