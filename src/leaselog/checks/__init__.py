@@ -21,7 +21,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from leaselog.checks.base import CheckContext
-from leaselog.findings import Finding, gc_paused
+from leaselog.findings import Finding, enforce_invariants, gc_paused
 
 # Every `llNNN_<kind>.py` module in this package, in code order (tests keep codes, kinds, docstrings and
 # fixtures complete, so a new check only has to be dropped in here).
@@ -35,11 +35,13 @@ CheckFn = Callable[[CheckContext], list[Finding]]
 
 
 def run_checks(ctx: CheckContext) -> list[Finding]:
+    """Every check's findings, in registry order, with `enforce_invariants` applied: no two findings
+    alike (kind, executions, start, end), and nothing uncertain at error severity."""
     out: list[Finding] = []
     with gc_paused():
         for mod in REGISTRY:
             out.extend(mod.check(ctx))
-    return out
+        return enforce_invariants(out)
 
 
 __all__ = ["REGISTRY", "CheckContext", "run_checks"]
