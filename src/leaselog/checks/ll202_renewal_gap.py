@@ -46,12 +46,15 @@ def spacings(ctx: CheckContext) -> pl.DataFrame:
     r = ctx.renewals.with_columns(
         ((pl.col("renewal_outcome") == "success") & ~pl.col("late")).fill_null(False).alias("ok")
     )
+    # sorted by execution and position, "the attempt before, in the same execution" is the previous row
+    # when that row is of the same execution (cheaper than `.over` with one group per execution)
+    same = pl.all_horizontal(*(pl.col(k) == pl.col(k).shift(1) for k in EXEC_KEYS)).fill_null(False)
     order = (
         pl.concat([acquires, r.select(*EXEC_KEYS, "seq", "ok")], how="vertical_relaxed")
         .sort([*EXEC_KEYS, "seq"])
         .with_columns(
-            pl.col("seq").shift(1).over(EXEC_KEYS).alias("start_seq"),
-            pl.col("ok").shift(1).over(EXEC_KEYS).fill_null(False).alias("prev_ok"),
+            pl.when(same).then(pl.col("seq").shift(1)).alias("start_seq"),
+            (same & pl.col("ok").shift(1)).fill_null(False).alias("prev_ok"),
         )
         .select("seq", "start_seq", "prev_ok")
     )
