@@ -6,10 +6,15 @@ A check module has CODE, KIND, SEVERITY (the default), a docstring (first line: 
 Clock skew, honestly. Per-pod `--clock-offset`s are applied when events are built. A finding whose size
 compares two pods' clocks (an overlap, two leases at once, a takeover, the time since a lease expiry,
 the order of two accepted writes) is `uncertain` when that size is within `--max-skew`, or when the logs
-have no wall clock at all, and its message says why. Where Redis itself proves an order (it handed the
+have no wall clock at all, and its message says why; an uncertain finding is never an error (the logs
+cannot prove it), so it is at most a warning. Where Redis itself proves an order (it handed the
 key to B only after A's lease had expired in Redis's time), the finding reports the bound that order puts
 on the two pods' relative skew (`details.skewBoundMs`): B's clock is at most gap + latency of A's last
 confirming call ahead of A's.
+
+Attempts that never ran (denied the lock, or triggered and nothing more: `end_kind` `denied` or
+`no_outcome`, no interval) are no execution in any check; `attempts_not_run` (LL402) speaks for them.
+`run_checks` keeps the invariants every output relies on (`findings.enforce_invariants`).
 """
 
 from __future__ import annotations
