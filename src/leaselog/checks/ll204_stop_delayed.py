@@ -64,9 +64,9 @@ def check(ctx: CheckContext) -> list[Finding]:
     # one that just kept working is ownership_loss_unhandled's finding, not a slow stop
     # a requested stop the job never honoured (it ran on to a normal finish) is stop_ignored's finding
     # (LL206), whatever its delay
-    stopped = (pl.col("end_event") == "job_stopped") | pl.col("finish_status").is_in(STOP_STATUSES).fill_null(
-        False
-    )
+    stopped = (pl.col("end_event") == "job_stopped") | pl.col("finish_status").str.to_lowercase().is_in(
+        STOP_STATUSES
+    ).fill_null(False)
     handled = ((pl.col("stop_from_kind") == "stop request") & ~(pl.col("confirmed") & ~stopped)) | (
         pl.col("confirmed") & (pl.col("end_event") == "job_stopped")
     )

@@ -30,7 +30,7 @@ def ignored(executions: pl.DataFrame) -> pl.DataFrame:
             pl.col("stop_requested_at").is_not_null()
             & pl.col("stopped_at").is_null()
             & (pl.col("finished_at") >= pl.col("stop_requested_at")).fill_null(False)
-            & ~pl.col("finish_status").is_in(STOP_STATUSES).fill_null(False)
+            & ~pl.col("finish_status").str.to_lowercase().is_in(STOP_STATUSES).fill_null(False)
         )
         .with_columns(ms_expr("stop_requested_at", "finished_at").alias("ran_on_ms"))
         .sort("job_id", "stop_requested_at")
