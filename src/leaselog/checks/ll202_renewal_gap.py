@@ -12,7 +12,8 @@ resume after another worker has started.
 
 Rule: the interval is `--renewal-interval` when given, else the median spacing of the execution's own
 on-schedule renewals: spacings between two consecutive attempts that both succeeded in time (the first
-measured from the acquire), at least three of them, or two that agree (within 1.5 x of each other). Retries after a failure follow a retry policy, not
+measured from the acquire): their median when there are three or more, the longer one when there are
+only two. Retries after a failure follow a retry policy, not
 the schedule, and never set the interval; nor do other executions or jobs (a pod's schedule is its own,
 and a finding must not depend on which other jobs the logs hold). With fewer spacings nothing is
 inferred and no gap is reported: in doubt, say nothing. A spacing longer than 1.5 x the interval is a
@@ -83,13 +84,21 @@ def intervals(ctx: CheckContext, r: pl.DataFrame | None = None) -> pl.DataFrame:
     return (
         on_schedule.group_by(EXEC_KEYS, maintain_order=True)
         .agg(
-            pl.col("gap_ms").median().alias("interval_ms"),
+            pl.col("gap_ms").median().alias("median"),
+            pl.col("gap_ms").max().alias("longest"),
             pl.len().alias("n"),
-            (pl.col("gap_ms").max() <= GAP_FACTOR * pl.col("gap_ms").min()).alias("agree"),
         )
-        # three spacings give a median a gap cannot move; two only when they agree with each other
-        .filter((pl.col("n") >= MIN_SPACINGS) | ((pl.col("n") == MIN_SPACINGS - 1) & pl.col("agree")))
-        .select(*EXEC_KEYS, "interval_ms", pl.lit("inferred").alias("interval_source"))
+        # three spacings give a median one odd spacing cannot move; with two, the longer one (the cautious
+        # choice: a longer interval reports fewer gaps); with one, nothing
+        .filter(pl.col("n") >= MIN_SPACINGS - 1)
+        .select(
+            *EXEC_KEYS,
+            pl.when(pl.col("n") >= MIN_SPACINGS)
+            .then(pl.col("median"))
+            .otherwise(pl.col("longest"))
+            .alias("interval_ms"),
+            pl.lit("inferred").alias("interval_source"),
+        )
     )
 
 
