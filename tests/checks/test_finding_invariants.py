@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _check_cases import Case, load_cases
 
 import leaselog
 from leaselog.checks import REGISTRY, CheckContext, run_checks
@@ -37,6 +38,7 @@ RUNS: list[tuple[str, list[Path], dict[str, Any]]] = [
     ("all", [SAMPLES], {}),
     ("all --lease-ttl 5s", [SAMPLES], {"lease_ttl_ms": "5s"}),
 ]
+CASES = load_cases()
 # a negative duration as the messages print them (`-25.0s`, `-6ms`, `-1m02s`, `-1h02m`)
 NEGATIVE = re.compile(r"(?<![\w.:-])-\d+(?:\.\d+)?(?:ms|s|m\d|h\d)")
 
@@ -72,6 +74,18 @@ def test_invariants_on_every_sample(name: str, paths: list[Path], options: dict[
         assert _negative_figures(f.get("details", {}), "details") == [], where
         assert not NEGATIVE.search(f["message"]), f"{where}: {f['message']}"
     assert len(doc["findings"]) == len(raw)  # nothing was left for the final net to merge
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_invariants_on_every_check_case(case: Case) -> None:
+    """The same invariants on every data-file check case (tests/fixtures/checks/), each check's own output."""
+    a, raw = _raw([case.path], case.options)
+    assert len({finding_key(f) for f in raw}) == len(raw), [f.message for f in raw]
+    for f in a.to_dict()["findings"]:
+        assert not (f["certainty"] == "uncertain" and f["severity"] == "error"), f["message"]
+        assert f["durationMs"] is None or f["durationMs"] >= 0, f["message"]
+        assert _negative_figures(f.get("details", {}), "details") == [], f["message"]
+        assert not NEGATIVE.search(f["message"]), f["message"]
 
 
 def test_the_samples_cover_every_folder_and_format() -> None:
@@ -212,3 +226,16 @@ def test_run_checks_applies_the_net(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = CheckContext(a.events, a.executions, a.leases, a.renewals, a.settings)
     out = run_checks(ctx)
     assert len(out) == 1 and out[0].severity == "warning"
+
+
+def test_the_negative_duration_pattern() -> None:
+    for text in ("second_attempt -25.0s", "total duration -6.5s", "(-120ms)", "for -1m02s", "-1h02m"):
+        assert NEGATIVE.search(text), text
+    for text in (
+        "report-2026-11-02 at 10:00:00.000",
+        "ex-8f2d61 (pod-b)",
+        "5b0e7c1a-0f7e-4d7b",
+        "after 25.0s",
+        "rc-001-a41f",
+    ):
+        assert not NEGATIVE.search(text), text

@@ -57,7 +57,8 @@ def check(ctx: CheckContext) -> list[Finding]:
         ck = r["clock"]
         who = f"{r['execution_id']} ({r['pod']})"
         at = when(r["t"], ck)
-        lat = r["latency_ms"]
+        # a latency is a duration: a negative one in the log (a clock step mid-call) is no figure to report
+        lat = r["latency_ms"] if r["latency_ms"] is None or r["latency_ms"] >= 0 else None
         lat_s = f" after {format_duration(lat)}" if lat is not None else ""
         outcome = r["renewal_outcome"]
         if r["late"]:
