@@ -28,6 +28,9 @@ KIND = "attempts_not_run"
 SEVERITY: Severity = "info"
 
 MAX_NAMED = 10  # attempts and holders named in a message (the finding lists every execution id)
+MAX_EVIDENCE = (
+    20  # lines cited (a poller turned away every second for an hour is one finding, not 3 600 lines)
+)
 
 
 def not_run(executions: pl.DataFrame) -> pl.DataFrame:
@@ -147,7 +150,9 @@ def check(ctx: CheckContext) -> list[Finding]:
                 evidence=Evidence.known(
                     *(
                         (f, ln, f"{e} {notes[k]}")
-                        for f, ln, e, k in zip(g["at_file"], g["at_line"], ids, kinds, strict=True)
+                        for f, ln, e, k in list(zip(g["at_file"], g["at_line"], ids, kinds, strict=True))[
+                            :MAX_EVIDENCE
+                        ]
                     )
                 ),
                 details={
