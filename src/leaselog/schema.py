@@ -175,7 +175,13 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("timeline", _S, "which executions it can be compared with in time: `wall`, or its own file"),
         ("ttl_ms", _I, "TTL used: leaseMs, else the lease_ttl setting (null: unknown)"),
         ("start", _T, "execution interval start: started_at, else acquired_at, else first_seen"),
-        ("end_kind", _S, "how it ended: finished, stopped, released, or open (the log just ends: a crash?)"),
+        (
+            "end_kind",
+            _S,
+            "how it ended: finished, stopped, released, or open (the log just ends: a crash?); for an attempt "
+            "that never ran (no interval: start, end, runtime_ms null): denied (the lock turned it away) or "
+            "no_outcome (triggered, nothing after)",
+        ),
         ("end", _T, "execution interval end: ended_at, else last_seen"),
         ("runtime_ms", _F, "end - start"),
         ("expires_at", _T, "its lease's expiry: last confirmed renewal (or acquisition) + TTL"),
