@@ -14,10 +14,10 @@ from leaselog.durations import parse_duration_ms, parse_signed_duration_ms
 
 
 def _duration(v: Any) -> Any:
-    if v is None or isinstance(v, int | float):
+    if v is None:
         return v
-    if isinstance(v, str):
-        return parse_duration_ms(v)
+    if isinstance(v, int | float | str) and not isinstance(v, bool):
+        return parse_duration_ms(v)  # a negative, non-finite or out-of-range one is a ValueError
     return v
 
 
@@ -131,6 +131,9 @@ class Settings(BaseModel):
     takeover_slo_ms: DurationMs = Field(60_000.0, description="takeover target after a crash")
     renewal_interval_ms: DurationMs | None = Field(None, description="configured renewal interval")
     format: str | None = Field(None, description="force one input format for every file")
+    timezone: str = Field(
+        "UTC", description="zone of timestamps written without one (IANA name, e.g. Europe/Berlin)"
+    )
     fields: dict[str, list[str]] = Field(
         default_factory=dict, description="canonical field -> extra source field names"
     )
@@ -152,6 +155,26 @@ class Settings(BaseModel):
         from leaselog.events import CANONICAL_EVENTS
 
         return _canonical_names(v, _canonical_event, "event", CANONICAL_EVENTS)
+
+    @field_validator("clock_offsets_ms", mode="before")
+    @classmethod
+    def _offsets_in_range(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        return {pod: parse_signed_duration_ms(x) for pod, x in v.items()}
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        import zoneinfo
+
+        if v == "UTC":
+            return v
+        try:
+            zoneinfo.ZoneInfo(v)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
+            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as Europe/Berlin or UTC") from e
+        return v
 
     @field_validator("format")
     @classmethod
