@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 import polars.selectors as cs
 
-from leaselog.config import Settings
+from leaselog.config import Settings, compile_rule
 from leaselog.timeline import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timeline import compact as compact
 from leaselog.timeline import pseudo_times
@@ -259,7 +259,7 @@ class FieldMapper:
     event_aliases: dict[str, tuple[str, dict[str, str]]] = field(init=False)
     # user event names also match a record's whole message text (apps that log `Acquired lock` as prose)
     message_events: dict[str, str] = field(init=False)
-    rules: list[tuple[str, re.Pattern[str], dict[str, str]]] = field(init=False)
+    rules: list[tuple[str, Any, dict[str, str]]] = field(init=False)  # (event, RE2 regex, constants)
 
     def __post_init__(self) -> None:
         self.aliases = {k: list(v) for k, v in FIELD_ALIASES.items()}
@@ -272,7 +272,7 @@ class FieldMapper:
             for n in names:
                 self.event_aliases[normalise_event_name(n)] = (canonical, {})
                 self.message_events[normalise_event_name(n)] = canonical
-        self.rules = [(r.event, re.compile(r.message_regex), dict(r.fields)) for r in self.settings.rules]
+        self.rules = [(r.event, compile_rule(r.message_regex), dict(r.fields)) for r in self.settings.rules]
         # group name -> canonical field (named groups use canonical names or any alias without dots)
         self._group_field = {a: canon for canon, keys in self.aliases.items() for a in keys}
         self._group_field.update({c: c for c in self.aliases})
