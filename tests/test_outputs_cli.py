@@ -151,13 +151,13 @@ def test_a_closed_stdout_costs_no_file(tmp_path: Path) -> None:
         assert json.loads(out.read_text())["findings"] and html.stat().st_size > 1000
 
 
-def test_json_dash_is_standard_output() -> None:
-    proc = _cli("analyze", str(INCIDENT), "--json", "-")
+def test_json_dash_is_standard_output(tmp_path: Path) -> None:
+    proc = _cli("analyze", str(INCIDENT), "--json", "-", cwd=tmp_path)
     assert proc.returncode == 0
     d = json.loads(proc.stdout)
     assert {f["code"] for f in d["findings"]} >= {"LL101", "LL102"}
     assert "LL101 overlapping_executions" in proc.stderr  # the summary goes to stderr
-    assert not Path("-").exists()
+    assert list(tmp_path.iterdir()) == []  # no file named "-"
     quiet = _cli("analyze", str(INCIDENT), "--json", "-", "-q")
     assert json.loads(quiet.stdout) == d and quiet.stderr == ""
 

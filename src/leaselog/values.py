@@ -306,25 +306,23 @@ def fall_back(df: pl.DataFrame, timezone: str) -> pl.DataFrame:
     )
 
 
-_STARTS = ("lock_acquired", "job_started")
-_ENDS = ("job_finished", "job_stopped", "lock_released")
+STARTS = ("lock_acquired", "job_started")
+ENDS = ("job_finished", "job_stopped", "lock_released")
 
 
-def ends_before_start(df: pl.DataFrame, timezone: str, kept: pl.Expr) -> pl.Expr | None:
-    """Why an execution's end (finished, stopped, released) is timed before its start (acquired, started),
-    or None when there are no starts and ends at all. Line order says nothing (Loki exports newest first); an end
-    before the start would give a negative runtime, so that end is not taken."""
+def ends_before_start(timezone: str, kept: pl.Expr) -> pl.Expr:
+    """Why an execution's end (finished, stopped, released) is timed before its start (acquired, started).
+    Line order says nothing (Loki exports newest first); an end before the start would give a negative
+    runtime, so that end is not taken. Only the rows `kept` count as starts."""
     keys = ["job_id", "execution_id"]
     event = pl.col("event")
-    if not df.select(event.is_in(_STARTS).any() & event.is_in(_ENDS).any()).item():
-        return None
-    start = event.is_in(_STARTS) & kept
+    start = event.is_in(STARTS) & kept
     start_t = pl.col("t_wall").filter(start).min().over(keys)
     start_e = pl.col("elapsed_ms").filter(start).min().over(keys)
     early_ms = (start_t - pl.col("t_wall")).dt.total_microseconds() / 1000
     zone = f"read in {timezone}" if timezone != "UTC" else "read as UTC"
     return (
-        pl.when(~event.is_in(_ENDS))
+        pl.when(~event.is_in(ENDS))
         .then(None)
         .when(early_ms > 0)
         .then(
@@ -335,7 +333,7 @@ def ends_before_start(df: pl.DataFrame, timezone: str, kept: pl.Expr) -> pl.Expr
                 pl.col("ts"),
                 early_ms.round(3),
                 pl.col("execution_id"),
-                pl.lit(" or ".join(_STARTS)),
+                pl.lit(" or ".join(STARTS)),
                 pl.when(pl.col("naive"))
                 .then(
                     pl.lit(f" (a time without a zone, {zone}: local times across a clock change? --timezone)")

@@ -323,7 +323,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 pods=(pod,) if pod == pod_new else (pod, pod_new),
                 start=start_new,
                 end=start_new,
-                duration_ms=since_ms,
+                duration_ms=None if since_ms is None else abs(since_ms),  # signed in details
                 trigger=path,
                 message=message,
                 evidence=evidence,

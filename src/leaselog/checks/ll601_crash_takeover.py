@@ -146,8 +146,8 @@ def check(ctx: CheckContext) -> list[Finding]:
                 )
             message = (
                 f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
-                f"{format_duration(r['takeover_ms'])} after the lease expired, "
-                f"{format_duration(r['from_last_line_ms'])} after the last line seen, "
+                f"{_relative(r['takeover_ms'])} the lease expired, "
+                f"{_relative(r['from_last_line_ms'])} the last line seen, "
                 f"{'within' if within else 'over'} the {format_duration(slo)} takeover target.{skew_note}{caveat}"
             )
             ids = (r["execution_id"], r["taker"])
@@ -164,7 +164,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 pods=pods,
                 start=r["last_seen"],
                 end=r["taker_at"] if r["taker"] is not None else r["valid_until"],
-                duration_ms=r["takeover_ms"],
+                duration_ms=None if r["takeover_ms"] is None else abs(r["takeover_ms"]),  # signed: details
                 message=message,
                 evidence=tuple(evidence),
                 details={
@@ -177,3 +177,11 @@ def check(ctx: CheckContext) -> list[Finding]:
             )
         )
     return out
+
+
+def _relative(ms: float | None) -> str:
+    """`2.5s after`, or `1.2s before` for a takeover timed before the expiry (clocks apart): no negative
+    duration is ever printed."""
+    if ms is None:
+        return "? after"
+    return f"{format_duration(abs(ms))} {'before' if ms < 0 else 'after'}"
