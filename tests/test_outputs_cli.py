@@ -227,3 +227,17 @@ def test_a_regex_re2_cannot_run_is_a_config_error(tmp_path: Path) -> None:
         load_config_file(cfg)
     proc = _cli("analyze", str(INCIDENT), "--config", str(cfg))
     assert proc.returncode == 2 and "no backreferences" in proc.stderr and "re2.cc" not in proc.stderr
+
+
+def test_inspect_shows_paths_and_values_as_text(tmp_path: Path) -> None:
+    p = tmp_path / "b[bold]ad.jsonl"
+    rec = {"ts": "2026-11-02T10:00:00Z", "jobId": "j[/]\x1b[2J", "executionId": "e", "event": "job_started"}
+    p.write_text(json.dumps(rec) + "\n")
+    proc = _cli("inspect", str(p))
+    _no_traceback(proc)
+    assert proc.returncode == 0
+    assert f"{p}: format flat" in proc.stdout and "\x1b" not in proc.stdout
+    assert "j[/]\\x1b[2J" in proc.stdout
+    missing = _cli("inspect", str(tmp_path / "nope[/]x.jsonl"))
+    _no_traceback(missing)
+    assert missing.returncode == 2 and "nope[/]x.jsonl" in missing.stderr
