@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -45,6 +46,8 @@ class Analysis:
     malformed: pl.DataFrame
     settings: Settings
     problems: list[str] = field(default_factory=list)
+    # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
+    local_time_files: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
@@ -95,7 +98,7 @@ class Analysis:
         return {
             "version": JSON_VERSION,
             "lines": self.line_totals(),
-            "inputs": [r.as_dict() for r in self.input_reports],
+            "inputs": [self._input_dict(r) for r in self.input_reports],
             "jobs": int(self.executions["job_id"].n_unique()) if self.executions.height else 0,
             "executions": self.executions.height,
             "timeRange": {
@@ -105,10 +108,22 @@ class Analysis:
             },
             "settings": self.settings.model_dump(mode="json"),
             "malformed": [{"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()],
+            # every malformed line is counted in `lines`/`inputs`; only so many are located per file and
+            # reason (MAX_LOCATED): `malformedLocated` of them are listed above
+            "malformedLocated": self.malformed.height,
+            "malformedTruncated": self.malformed.height < self.line_totals()["malformed"],
+            "notes": list(self.problems),
             "findings": findings,
         }
 
-    def write_json(self, path: str | Path) -> None:
+    def _input_dict(self, r: InputReport) -> dict[str, Any]:
+        d = r.as_dict()
+        zone = self.local_time_files.get(r.path)
+        if zone is not None:
+            d["localTimeZone"] = zone  # the file has timestamps without a zone, read in this one
+        return d
+
+    def write_json(self, path: str | Path | IO[bytes]) -> None:
         """`to_dict()` as indented JSON, written a batch of findings at a time.
 
         The same bytes as `orjson.dumps(self.to_dict(), option=OPT_INDENT_2)`; but the whole document at
@@ -121,7 +136,7 @@ class Analysis:
         head = orjson.dumps(self._document([]), option=indent)
         empty_tail = b"[]\n}"  # `"findings": []` is the document's last member
         assert head.endswith(b'"findings": ' + empty_tail)
-        with open(path, "wb") as out:
+        with contextlib.nullcontext(path) if not isinstance(path, str | Path) else open(path, "wb") as out:
             if not self.finding_list:
                 out.write(head)
                 return
@@ -240,16 +255,11 @@ def analyze(
     del read
     built = build_events(raw, None, s)
     del raw
-    if built.rejected.height:
-        by_path = {r.path: r for r in inputs}
-        for f, line, reason in built.rejected.iter_rows():
-            malformed_rows.append((f, line, reason))
-            rep = by_path[f]
-            rep.used -= 1  # counted as used by the reader; it cannot be placed on the timeline
-            rep.malformed += 1
-            rep.events -= 1
+    _account_rejected(inputs, malformed_rows, built.rejected, built.events)
+    problems = [*problems, *built.notes]
     malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
     events = compact(built.events)
+    built_local = built.local_time_files
     del built
     executions, leases, renewals = reconstruct(events, s)
     ctx = CheckContext(events=events, executions=executions, leases=leases, renewals=renewals, settings=s)
@@ -264,7 +274,36 @@ def analyze(
         malformed=malformed,
         settings=s,
         problems=problems,
+        local_time_files=dict(built_local),
     )
+
+
+def _account_rejected(
+    inputs: list[InputReport],
+    malformed_rows: list[tuple[str, int, str]],
+    rejected: pl.DataFrame,
+    kept: pl.DataFrame,
+) -> None:
+    """Move the lease events build_events rejected from used to malformed, a line at a time.
+
+    The reader counted each line once (used) whatever number of events it held (an OTLP line holds
+    several): a line turns malformed only when none of its events was kept; every rejected event is
+    located either way. Counts stay exact and never go negative.
+    """
+    if not rejected.height:
+        return
+    by_path = {r.path: r for r in inputs}
+    malformed_rows.extend(rejected.iter_rows())
+    lines = rejected.group_by("file", "line").len("n")
+    keys = ["file", "line"]
+    still_used = kept.select(keys).join(lines.select(keys), on=keys, how="semi").unique()
+    whole = lines.join(still_used, on=keys, how="anti")
+    for f, n in lines.group_by("file").agg(pl.col("n").sum()).iter_rows():
+        by_path[f].events -= n
+    for f, n in whole.group_by("file").len().iter_rows():
+        rep = by_path[f]
+        rep.used -= n  # counted as used by the reader; none of its events can be placed
+        rep.malformed += n
 
 
 def _signed_offsets(offsets: Mapping[str, Duration]) -> dict[str, float]:

@@ -95,6 +95,7 @@ def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
         "settings": analysis.settings.model_dump(mode="json"),
         "inputs": [_report_dict(r) for r in analysis.input_reports],
         "problems": list(analysis.problems),
+        "localTimeFiles": dict(analysis.local_time_files),
     }
     manifest_path.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     return out
@@ -151,4 +152,5 @@ def load(directory: str | Path) -> Analysis:
         malformed=frames["malformed"],
         settings=Settings.model_validate(manifest["settings"]),
         problems=list(manifest.get("problems", [])),
+        local_time_files=dict(manifest.get("localTimeFiles") or {}),
     )
