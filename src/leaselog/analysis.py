@@ -14,6 +14,7 @@ from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
+from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
 from leaselog.schema import schema as documented_schema
@@ -228,7 +229,7 @@ def analyze(
     if isinstance(paths, str | Path):
         paths = [paths]
     sources, problems = expand_sources([str(p) for p in paths])
-    if not sources:
+    if not any(src.skipped is None for src in sources):  # nothing to read (same_as: read elsewhere)
         raise InputError("; ".join(problems) or "no input named")
     mapper = FieldMapper(s)
     read = Reader(mapper, forced_format=s.format, progress=progress, keep_fields=keep_fields).read(sources)
@@ -241,13 +242,7 @@ def analyze(
     built = build_events(raw, None, s)
     del raw
     if built.rejected.height:
-        by_path = {r.path: r for r in inputs}
-        for f, line, reason in built.rejected.iter_rows():
-            malformed_rows.append((f, line, reason))
-            rep = by_path[f]
-            rep.used -= 1  # counted as used by the reader; it cannot be placed on the timeline
-            rep.malformed += 1
-            rep.events -= 1
+        account_rejected(built.rejected, built.events, inputs, malformed_rows)
     malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
     events = compact(built.events)
     del built

@@ -131,6 +131,17 @@ class Settings(BaseModel):
     takeover_slo_ms: DurationMs = Field(60_000.0, description="takeover target after a crash")
     renewal_interval_ms: DurationMs | None = Field(None, description="configured renewal interval")
     format: str | None = Field(None, description="force one input format for every file")
+    max_line_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="longest line read; a longer one is counted malformed and skipped (memory stays bounded)",
+    )
+    log_date: str | None = Field(
+        None,
+        pattern=r"^\d{4}-\d\d-\d\d$",
+        description="date of console lines that carry only a time of day (default: from the file name, "
+        "else its modification date)",
+    )
     fields: dict[str, list[str]] = Field(
         default_factory=dict, description="canonical field -> extra source field names"
     )
