@@ -351,6 +351,38 @@ def logfmt(row: Row, pod: str, job: str) -> list[str]:
     return [" ".join(parts)]
 
 
+SPRING_BANNER = [
+    "",
+    "  .   ____          _            __ _ _",
+    " /\\\\ / ___'_ __ _ _(_)_ __  __ _ \\ \\ \\ \\",
+    "( ( )\\___ | '_ | '_| | '_ \\/ _` | \\ \\ \\ \\",
+    " \\\\/  ___)| |_)| | | | | || (_| |  ) ) ) )",
+    "  '  |____| .__|_| |_|_| |_\\__, | / / / /",
+    " =========|_|==============|___/=/_/_/_/",
+    "",
+    " :: Spring Boot ::                (v3.5.0)",
+    "",
+]
+
+
+def spring_console(row: Row, pod: str, job: str) -> list[str]:
+    """Spring Boot 3.5's default console pattern with `spring.application.name` set; the lease fields
+    as logstash-logback-encoder's `kv()` renders them in the message (`key=value`), the pod from the
+    file name; a stack trace under the WARN line. (The banner heads each file: `render_shape`.)"""
+    kv = " ".join(f"{k}={_s(v)}" for k, v in _kv(row, job).items())
+    msg = " ".join(x for x in (str(row.get("message", "")), kv) if x)
+    thread = "scheduling-1" if "jobId" in row else "main"
+    line = f"{_iso(_t(row))} {_level(row):>5} 1 --- [report-service] [{thread:>15}] {_logger(row):<40.40} : {msg}"
+    if row.get("level") == "WARN":
+        return [
+            line,
+            "java.lang.IllegalStateException: pool exhausted",
+            "\tat com.acme.db.Pool.borrow(Pool.java:118)",
+            "\t... 12 more",
+        ]
+    return [line]
+
+
 def loki_export(pods: dict[str, list[Row]], job: str) -> list[str]:
     """`logcli query --output=jsonl '{app="report-worker"}'`: both pods in one file, newest first
     (logcli's default direction is backward); the line is the app's JSON, the pod a label."""
@@ -387,6 +419,7 @@ SHAPES: dict[str, tuple[Encoder | None, str]] = {
     "fluentbit-log": (fluentbit_log, ".jsonl"),
     "logfmt": (logfmt, ".logfmt"),
     "loki": (None, ".jsonl"),
+    "spring-console": (spring_console, ".log"),
 }
 
 # the format each shape's files must be detected as
@@ -406,6 +439,7 @@ DETECTED = {
     "fluentbit-log": "fluentbit",
     "logfmt": "logfmt",
     "loki": "loki",
+    "spring-console": "spring-console",
 }
 
 
@@ -422,6 +456,8 @@ def render_shape(shape: str) -> dict[str, str]:
             if encoder is None
             else [x for r in rows for x in encoder(r, pod, job)]
         )
+        if shape == "spring-console":
+            lines = [*SPRING_BANNER, *lines]
         files[f"{pod}{suffix}"] = "".join(f"{x}\n" for x in lines)
     return files
 
