@@ -12,6 +12,8 @@ Obj = dict[str, Any] | None
 
 def parse_logfmt(line: bytes) -> list[Record]:
     text = decode(line)
+    if text.lstrip()[:1] == "{":  # a JSON line (broken, if its own shape did not read it): never logfmt
+        raise Malformed("a JSON line, not logfmt")
     if text[:1].isdigit() and console_record(text) is not None:
         # `2026-.. INFO 1 --- [main] x : jobId=..` has pairs, but its header is a console line's
         raise Malformed("a console log line, not logfmt")
