@@ -54,14 +54,12 @@ def _settle_pods(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
         for st in files:
             st.pod_values.pop(key)
             st.pod_values.setdefault("", set()).add(st.pod_fallback)
-            notes[st.index] = f"file name ({key} is {value!r} in every file: not a pod)"
+            notes[st.index] = f"pod from the file name: {key} is {value!r} in every file, not a pod's name"
     for st in streams:
-        if st.index in notes:
-            st.report.pod_source = notes[st.index]
-        elif st.pod_values:
+        st.report.pod_note = notes.get(st.index)
+        if st.pod_values:
             st.report.pod_source = ", ".join(
-                "file name" if k == "" else f"field {k}"
-                for k in sorted(st.pod_values, key=lambda k: (k != "", k))
+                "file name" if k == "" else k for k in sorted(st.pod_values, key=lambda k: (k != "", k))
             )
     return raw
 

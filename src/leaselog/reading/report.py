@@ -33,8 +33,9 @@ class InputReport:
     events: int = 0
     unmapped_events: Counter[str] = field(default_factory=Counter)
     error: str | None = None
-    # where this file's pods came from: "field kubernetes.pod_name", "file name", ...
+    # where this file's pods came from: the field (`kubernetes.pod_name`, `pod` ..) or "file name"
     pod_source: str | None = None
+    pod_note: str | None = None  # why the file name was taken over a field that names no pod
     duplicates: int = 0  # lines dropped as exact repeats of an earlier line of the file (counted ignored)
     skipped: str | None = None  # why a file named by a folder was not read (nothing else is then set)
     same_as: str | None = None  # the input this one is the same file as (read once, there)
@@ -42,6 +43,8 @@ class InputReport:
     def notes(self) -> list[str]:
         """What the Inputs table says under a file, beyond its counts."""
         out = []
+        if self.pod_note:
+            out.append(self.pod_note)
         if self.skipped:
             out.append(f"skipped: {self.skipped}")
         if self.same_as:
@@ -66,6 +69,7 @@ class InputReport:
             unmapped_events=Counter(d.get("unmapped_events") or {}),
             error=d.get("error"),
             pod_source=d.get("pod_source"),
+            pod_note=d.get("pod_note"),
             duplicates=d.get("duplicates", 0),
             skipped=d.get("skipped"),
             same_as=d.get("same_as"),
@@ -83,6 +87,7 @@ class InputReport:
             "unmapped_events": dict(self.unmapped_events.most_common(20)),
             **({"error": self.error} if self.error else {}),
             "pod_source": self.pod_source,
+            **({"pod_note": self.pod_note} if self.pod_note else {}),
             "duplicates": self.duplicates,
             **({"skipped": self.skipped} if self.skipped else {}),
             **({"same_as": self.same_as} if self.same_as else {}),

@@ -79,7 +79,8 @@ def skip_reason(p: Path) -> str | None:
 
 def _folder(p: Path) -> list[Source]:
     found = []
-    for f in sorted(p.rglob("*")):
+    # symlinks after the files: a file reached both ways is reported under its own name
+    for f in sorted(p.rglob("*"), key=lambda f: (f.is_symlink(), str(f))):
         if any(part.startswith(".") for part in f.relative_to(p).parts[:-1]):
             continue  # inside a hidden folder (.git): not listed at all
         if f.is_file():

@@ -39,11 +39,12 @@ def _inputs(a: Analysis, console: Console) -> None:
         ("used", "right"),
         ("ignored", "right"),
         ("malformed", "right"),
+        ("pod from", "left"),
     ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for r in a.input_reports:
         bad = Text(str(r.malformed), style="red" if r.malformed else "")
-        t.add_row(r.path, r.format, str(r.lines), str(r.used), str(r.ignored), bad)
+        t.add_row(r.path, r.format, str(r.lines), str(r.used), str(r.ignored), bad, r.pod_source or "")
     tot = a.line_totals()
     if len(a.input_reports) > 1:
         t.add_row(
@@ -53,6 +54,7 @@ def _inputs(a: Analysis, console: Console) -> None:
             str(tot["used"]),
             str(tot["ignored"]),
             str(tot["malformed"]),
+            "",
             style="bold",
         )
     console.print(t)
@@ -61,6 +63,8 @@ def _inputs(a: Analysis, console: Console) -> None:
     for r in a.input_reports:
         if r.error:
             console.print(Text(f"{r.path}: {r.error}", style="red"))
+        for note in r.notes():  # skipped, read once under another path, duplicate lines dropped
+            console.print(Text(f"{r.path}: {note}", style="yellow"))
         if r.unmapped_events:
             names = ", ".join(f"{k} ({v})" for k, v in r.unmapped_events.most_common(5))
             console.print(
