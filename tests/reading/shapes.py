@@ -365,11 +365,18 @@ SPRING_BANNER = [
 ]
 
 
+def _kv_value(s: str) -> str:
+    """kv() writes `key=value`; a value with a blank (or a quote, or empty) is quoted so it reads back."""
+    if s and not any(c in s for c in ' ",]}'):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def spring_console(row: Row, pod: str, job: str) -> list[str]:
     """Spring Boot 3.5's default console pattern with `spring.application.name` set; the lease fields
     as logstash-logback-encoder's `kv()` renders them in the message (`key=value`), the pod from the
     file name; a stack trace under the WARN line. (The banner heads each file: `render_shape`.)"""
-    kv = " ".join(f"{k}={_s(v)}" for k, v in _kv(row, job).items())
+    kv = " ".join(f"{k}={_kv_value(_s(v))}" for k, v in _kv(row, job).items())
     msg = " ".join(x for x in (str(row.get("message", "")), kv) if x)
     thread = "scheduling-1" if "jobId" in row else "main"
     line = f"{_iso(_t(row))} {_level(row):>5} 1 --- [report-service] [{thread:>15}] {_logger(row):<40.40} : {msg}"
