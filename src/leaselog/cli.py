@@ -290,8 +290,16 @@ def inspect_command(
 @app.command("reproduce")
 def reproduce_command(
     scenario: Annotated[
-        str, typer.Argument(help="article | renewal | renewal-stall | crash", show_default=False)
+        str,
+        typer.Argument(
+            help="article | renewal | renewal-stall | crash | random (a campaign) | replay (a kept lab run)",
+            show_default=False,
+        ),
     ],
+    folder: Annotated[
+        Path | None,
+        typer.Argument(help="replay: the kept run's folder (with truth.json).", show_default=False),
+    ] = None,
     redis_url: Annotated[
         str | None,
         typer.Option(
@@ -323,6 +331,27 @@ def reproduce_command(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print nothing but errors and the ground-truth verdict.")
     ] = False,
+    runs: Annotated[int, typer.Option(help="random: how many runs.")] = 20,
+    seed: Annotated[
+        int, typer.Option(help="random: the campaign's seed (run i of seed S is always the same draw).")
+    ] = 1,
+    start: Annotated[
+        int, typer.Option(help="random: index of the first run (replay part of a campaign).")
+    ] = 0,
+    keep: Annotated[bool, typer.Option(help="random: keep the folders of passing runs too.")] = False,
+    jobs: Annotated[
+        int,
+        typer.Option(help="random: runs at a time, each on its own throwaway redis-server (1 with --redis)."),
+    ] = 2,
+    report: Annotated[
+        Path | None, typer.Option(help="random: write the per-kind table and the failed runs as JSON.")
+    ] = None,
+    diff: Annotated[
+        bool, typer.Option(help="random, replay: also check that every log shape gives the same findings.")
+    ] = True,
+    shape: Annotated[
+        str | None, typer.Option(help="replay: score this log shape instead of the drawn one.")
+    ] = None,
 ) -> None:
     """Run a lease incident for real against Redis (worker pods are separate processes), then analyze
     what they logged, and hold the analysis against what the run measured itself (truth.json).
@@ -335,6 +364,10 @@ def reproduce_command(
 
     [bold]crash[/bold]: pod A killed (SIGKILL) mid-job; B takes over the redelivered request after A's lease expires.
 
+    [bold]random[/bold]: a randomized campaign (--runs, --seed): lease, renewal, retry policy, 2-5 pods, a fault (SIGSTOP, CLIENT PAUSE, SIGKILL, ACL network cut, slow unit), trigger paths, fencing, clock offsets and the log shape drawn per run; each run's findings scored against its truth, per kind. Failed runs are kept under --out (default ./leaselog-lab/seed-S/).
+
+    [bold]replay[/bold] DIR: score a kept lab run again (after a fix).
+
     [bold]Examples[/bold]
 
       leaselog reproduce article
@@ -343,8 +376,18 @@ def reproduce_command(
 
       leaselog reproduce crash --redis redis://127.0.0.1:6379/0 --out runs/crash
 
+      leaselog reproduce random --runs 200 --seed 7 --report lab.json
+
+      leaselog reproduce replay leaselog-lab/seed-7/run-7-0042
+
     Exit code: 0 when the analysis agrees with the ground truth, 1 when it does not, 2 when the scenario could not run (no redis-server, unreachable server, bad options).
     """
+    if scenario in ("random", "replay"):
+        raise typer.Exit(
+            _reproduce_lab(
+                scenario, folder, out, redis_url, runs, seed, start, keep, jobs, report, diff, shape, quiet
+            )
+        )
     from rich.table import Table
 
     from leaselog.analysis import analyze as run_analysis
@@ -404,6 +447,47 @@ def reproduce_command(
             f"[red]the analysis disagrees with the ground truth:[/red] {', '.join(bad)}", highlight=False
         )
         raise typer.Exit(1)
+
+
+def _reproduce_lab(
+    scenario: str,
+    folder: Path | None,
+    out: Path | None,
+    redis_url: str | None,
+    runs: int,
+    seed: int,
+    start: int,
+    keep: bool,
+    jobs: int,
+    report: Path | None,
+    diff: bool,
+    shape: str | None,
+    quiet: bool,
+) -> int:
+    """`reproduce random` / `reproduce replay DIR` (leaselog.reproduce.lab_cli)."""
+    from leaselog.reproduce import lab_cli
+    from leaselog.reproduce.shapes import SHAPES
+
+    if scenario == "replay":
+        if folder is None:
+            raise typer.BadParameter("replay needs the kept run's folder", param_hint="FOLDER")
+        if shape is not None and shape not in SHAPES:
+            raise typer.BadParameter(f"{shape!r}; known: {', '.join(SHAPES)}", param_hint="--shape")
+        return lab_cli.replay(folder, shape, diff, quiet)
+    if runs < 1:
+        raise typer.BadParameter("at least one run", param_hint="--runs")
+    return lab_cli.campaign(
+        runs=runs,
+        seed=seed,
+        out=out,
+        redis_url=redis_url,
+        keep=keep,
+        report=report,
+        diff=diff,
+        start=start,
+        jobs=jobs,
+        quiet=quiet,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import shapes
 
 import leaselog
 from leaselog.reproduce import ReproduceOptions, run_scenario
 from leaselog.reproduce.server import throwaway_redis
+from leaselog.reproduce.shapes import SPRING_BANNER, spring_console_line
 
 pytestmark = pytest.mark.redis
 
@@ -47,9 +47,9 @@ def test_console_kv_logs_of_a_reproduce_run_give_its_json_findings(
         rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         pods = {r["pod"] for r in rows}
         assert pods == {log.stem}  # one file per pod: the console lines leave the pod to the file name
-        lines = [*shapes.SPRING_BANNER]
+        lines = [*SPRING_BANNER]
         for r in rows:
-            lines.extend(shapes.spring_console(r, r["pod"], r.get("jobId", "")))
+            lines.extend(spring_console_line(r, r["pod"], None))
         (console / f"{log.stem}.log").write_text("\n".join(lines) + "\n")
     as_json = leaselog.analyze(run.logs)
     as_console = leaselog.analyze(console)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import shapes
 
 import leaselog
 from leaselog.config import Settings
@@ -17,6 +16,7 @@ from leaselog.reading.formats import detect_format, is_noise, line_format
 from leaselog.reading.formats.console import console_record
 from leaselog.reading.reader import Reader, ReadResult
 from leaselog.reading.sources import Source
+from leaselog.reproduce.shapes import SPRING_BANNER
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "sample_logs" / "article-demo"
@@ -88,7 +88,7 @@ def _long_json() -> list[str]:
 
 
 HEADS = {
-    "banner": shapes.SPRING_BANNER,
+    "banner": SPRING_BANNER,
     "blank": [""] * 25,
     "jvm": JVM,
     "nested": [NESTED] * 4,
@@ -150,7 +150,7 @@ def test_a_file_switching_from_console_to_json_mid_way_loses_nothing(tmp_path: P
         for i in range(1, 9)
     ]
     p = tmp_path / "pod-a.log"
-    p.write_text("\n".join([*console, *shapes.SPRING_BANNER, *as_json]) + "\n")
+    p.write_text("\n".join([*console, *SPRING_BANNER, *as_json]) + "\n")
     r = _read(p)
     assert r.inputs[0].used == 10 and r.inputs[0].malformed == 0
     assert r.raw["event"].to_list()[:2] == ["lock_acquired", "job_started"]
@@ -320,7 +320,7 @@ def test_console_file_reads_time_pod_and_keeps_stack_traces_attached(tmp_path: P
     p.write_text(
         "\n".join(
             [
-                *shapes.SPRING_BANNER,
+                *SPRING_BANNER,
                 SPRING2.replace("2026-11-29 10:00:00.101", "2026-11-29 10:00:00.050").replace(
                     "event=job_started", "event=lock_acquired leaseMs=30000"
                 ),
@@ -364,12 +364,12 @@ def test_time_of_day_takes_the_configured_date_and_rolls_over_midnight(tmp_path:
 
 
 def test_noise_is_recognised_and_never_a_shape() -> None:
-    for line in [*JVM, *shapes.SPRING_BANNER]:
+    for line in [*JVM, *SPRING_BANNER]:
         if line.strip():
             assert is_noise(line.encode()), line
     assert not is_noise(SPRING3_APP.encode()) and not is_noise(b'{"jobId":"x"}') and not is_noise(b"a=1 b=2")
     # a banner and JVM warnings on top never decide the shape
-    assert detect_format([*(x.encode() for x in JVM + shapes.SPRING_BANNER), b'{"ts":"x"}']) == "flat"
+    assert detect_format([*(x.encode() for x in JVM + SPRING_BANNER), b'{"ts":"x"}']) == "flat"
 
 
 def test_a_broken_json_line_is_never_read_as_logfmt(tmp_path: Path) -> None:

@@ -24,9 +24,9 @@ from typing import Any
 
 import redis
 
+from leaselog.reproduce.pod import GROUP, keys, mono_ms, signal_list
 from leaselog.reproduce.server import RedisTarget, ReproduceError, redis_target
 from leaselog.reproduce.truth import measure
-from leaselog.reproduce.worker import GROUP, keys, mono_ms, signal_list
 
 WAIT_TIMEOUT_S = 60.0
 

@@ -12,19 +12,24 @@ Two lifecycles:
   acquisition, a local monotonic deadline with a margin, owner-checked renewal (Lua PEXPIRE) on a thread
   independent of the work loop, ownership-uncertain on a rejected / timed-out / failed / late renewal ->
   stop at the next checkpoint, completion through a fencing check in Redis, owner-checked release.
+
+The randomized lab (`leaselog reproduce random`) varies it: triggers (stream, XAUTOCLAIM redelivery,
+scheduler, retry queue, poller), what a denied attempt does (`--on-denied`), quick renewal retries after an
+error (`--renew-retry-ms`), the completion's destination (`--completion`), a stop request ignored
+(`--ignore-stop`), one slow work unit, a skewed wall clock (`--clock-offset-ms`), and a Redis user of its
+own for the lease commands (so a network cut can be simulated with ACL).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
+import signal
 import sys
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,157 +37,36 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-# Owner-checked release (the article's Java demo, as Lua): delete only our own lease.
-RELEASE_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
+from leaselog.reproduce.pod import (
+    ACQUIRE_LUA,
+    COMPLETE_IDEMPOTENT_LUA,
+    COMPLETE_LUA,
+    COMPLETE_PLAIN_LUA,
+    COORDINATION_TIMEOUT_S,
+    GROUP,
+    POLL_S,
+    RELEASE_LUA,
+    RENEW_LUA,
+    SCHEDULE_TAKE_LUA,
+    PodLog,
+    iso_ms,
+    keys,
+    marker,
+    mono_ms,
+    signal_list,
+)
 
-# Owner-checked renewal (the article's script): extend only our own lease.
-RENEW_LUA = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
+__all__ = ["GROUP", "Worker", "keys", "main", "marker", "mono_ms", "signal_list"]
 
-# Acquire and allocate the fencing token in one atomic step, so a token exists only for a granted lease
-# and tokens grow in acquisition order.
-ACQUIRE_LUA = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return redis.call('INCR', KEYS[2])
-end
-return 0
-"""
-
-# The destination's fencing check: accept a completion only with a token at least as high as the highest
-# accepted so far for this job; a lower one is stale (its lease is gone), an equal one a duplicate.
-# Every accepted completion appends to an effects list, so duplicate committed effects can be counted.
-COMPLETE_LUA = """
-local highest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
-local token = tonumber(ARGV[1])
-if token < highest then
-    return {'rejected', highest}
-end
-if token == highest then
-    return {'duplicate', highest}
-end
-redis.call('HSET', KEYS[1], 'token', token, 'executionId', ARGV[2])
-redis.call('RPUSH', KEYS[2], ARGV[2])
-return {'accepted', token}
-"""
-
-# A Redis-backed scheduler (a sorted set of due jobs, like a delayed-job queue): atomically take one job
-# whose due time has come.
-SCHEDULE_TAKE_LUA = """
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, 1)
-if due[1] then
-    redis.call('ZREM', KEYS[1], due[1])
-    return due
-end
-return false
-"""
-
-POLL_S = 0.025
-COORDINATION_TIMEOUT_S = 60.0
+COMPLETE_SCRIPTS = {
+    "fenced": COMPLETE_LUA,
+    "idempotent": COMPLETE_IDEMPOTENT_LUA,
+    "plain": COMPLETE_PLAIN_LUA,
+}
 
 
-def mono_ms() -> float:
-    # CLOCK_MONOTONIC is system-wide on Linux: moments of different worker processes on one host compare.
-    return time.clock_gettime_ns(time.CLOCK_MONOTONIC) / 1e6
-
-
-def keys(prefix: str, job_id: str) -> dict[str, str]:
-    """Every Redis key a reproduction uses lives under the run's prefix."""
-    return {
-        "lock": f"{prefix}:job:{job_id}:lock",
-        "fence": f"{prefix}:job:{job_id}:fence",
-        "result": f"{prefix}:job:{job_id}:result",
-        "effects": f"{prefix}:job:{job_id}:effects",
-        "stream": f"{prefix}:report-requests",
-        "schedule": f"{prefix}:schedule",
-    }
-
-
-GROUP = "report-workers"
-
-
-def marker(prefix: str, name: str) -> str:
-    return f"{prefix}:marker:{name}"
-
-
-def signal_list(prefix: str, name: str) -> str:
-    return f"{prefix}:signal:{name}"
-
-
-class PodLog:
-    """The pod's JSONL log plus its ground-truth twin; safe to call from the work and renewal threads."""
-
-    def __init__(self, path: Path, truth: Path, job_id: str, execution_id: str, pod: str) -> None:
-        self._log = path.open("a", encoding="utf-8")
-        self._truth = truth.open("a", encoding="utf-8")
-        self._lock = threading.Lock()
-        self.job_id, self.execution_id, self.pod = job_id, execution_id, pod
-        self.t0 = mono_ms()
-
-    def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
-        """A line unrelated to leases, as real logs have between lease events (leaselog must ignore it)."""
-        ts = _iso(time.time_ns())
-        self._write({"ts": ts, "pod": self.pod, "level": "INFO", "logger": logger, "message": message}, None)
-
-    def emit(
-        self, event: str, message: str, truth_extra: dict[str, Any] | None = None, **fields: Any
-    ) -> float:
-        """Log one lease event now; returns the monotonic moment (ms) it was taken at.
-
-        `truth_extra` goes to the ground truth only (e.g. when the acquiring request was sent).
-        """
-        with self._lock:
-            wall_ns = time.time_ns()
-            m = mono_ms()
-            line: dict[str, Any] = {
-                "ts": _iso(wall_ns),
-                "level": "WARN" if event in ("ownership_lost", "job_stop_requested") else "INFO",
-                "jobId": self.job_id,
-                "executionId": self.execution_id,
-                "pod": self.pod,
-                "event": event,
-                "elapsedMs": round(m - self.t0),
-                **{k: v for k, v in fields.items() if v is not None},
-                "message": message,
-            }
-            truth = {
-                "event": event,
-                "monoMs": round(m, 3),
-                "wallMs": wall_ns // 1_000_000,
-                **{k: v for k, v in fields.items() if v is not None},
-                **(truth_extra or {}),
-            }
-            self._write_locked(line, truth)
-            return m
-
-    def _write(self, line: dict[str, Any], truth: dict[str, Any] | None) -> None:
-        with self._lock:
-            self._write_locked(line, truth)
-
-    def _write_locked(self, line: dict[str, Any], truth: dict[str, Any] | None) -> None:
-        # flushed per line: a SIGKILLed pod must leave everything it logged
-        self._log.write(json.dumps(line, separators=(",", ":")) + "\n")
-        self._log.flush()
-        if truth is not None:
-            self._truth.write(json.dumps(truth, separators=(",", ":")) + "\n")
-            self._truth.flush()
-
-    def close(self) -> None:
-        self._log.close()
-        self._truth.close()
-
-
-def _iso(wall_ns: int) -> str:
-    t = datetime.fromtimestamp(wall_ns // 1_000_000 / 1000, tz=UTC)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+class NoTrigger(Exception):
+    """The harness closed the run before this pod was triggered: no attempt was made."""
 
 
 class Worker:
@@ -193,19 +77,22 @@ class Worker:
         # uncertain outcome), never as a hang, and never be silently re-sent (redis-py retries by default).
         self.r: Any = redis.Redis.from_url(
             a.redis,
+            username=a.redis_user,
+            password=a.redis_password,
             socket_timeout=a.op_timeout_ms / 1000,
             socket_connect_timeout=max(1.0, a.op_timeout_ms / 1000),
             retry=Retry(NoBackoff(), 0),
         )
         # coordination with the scenario may wait out a Redis stall; it must not die of it
         self.coord: Any = redis.Redis.from_url(a.redis, socket_timeout=COORDINATION_TIMEOUT_S)
-        self.log = PodLog(Path(a.log), Path(a.truth), a.job_id, a.execution_id, a.pod)
+        self.log = PodLog(Path(a.log), Path(a.truth), a.job_id, a.execution_id, a.pod, a.clock_offset_ms)
         self.owner = str(uuid.uuid4())
         self.token: int | None = None
         self.entry_id: str | None = None
         self.deadline = 0.0  # local monotonic lease deadline (ms), conservative by margin_ms
         self.max_deadline = 0.0
         self.stop_requested = threading.Event()
+        self.ended = threading.Event()  # job_finished / job_stopped logged
         self.stop_reason: str | None = None
         self.uncertain = False
         self._state = threading.Lock()
@@ -215,7 +102,7 @@ class Worker:
         self.renew = self.r.register_script(RENEW_LUA)
         self.release = self.r.register_script(RELEASE_LUA)
         self.acquire_script = self.r.register_script(ACQUIRE_LUA)
-        self.complete = self.r.register_script(COMPLETE_LUA)
+        self.complete = self.r.register_script(COMPLETE_SCRIPTS.get(a.completion, COMPLETE_LUA))
         self.take_schedule = self.coord.register_script(SCHEDULE_TAKE_LUA)
 
     # -- coordination -------------------------------------------------------------------------------
@@ -231,13 +118,29 @@ class Worker:
         except redis.RedisError:
             pass  # a marker is for the scenario's timing; never let it change the worker's behaviour
 
+    def closed(self) -> bool:
+        """The harness says no more triggers will come (a pod still waiting for one then leaves)."""
+        return bool(self.a.close_marker and self.coord.exists(marker(self.a.prefix, self.a.close_marker)))
+
+    def wait_marker(self, name: str) -> None:
+        """Consume nothing before `name` exists (a later consumer must not take the first message)."""
+        end = time.monotonic() + COORDINATION_TIMEOUT_S
+        while not self.coord.exists(marker(self.a.prefix, name)):
+            if self.closed():
+                raise NoTrigger
+            if time.monotonic() > end:
+                raise SystemExit(f"{self.a.pod}: {name} never came")
+            time.sleep(POLL_S)
+
     # -- trigger ------------------------------------------------------------------------------------
     def take_trigger(self) -> None:
         a = self.a
         end = time.monotonic() + COORDINATION_TIMEOUT_S
         while time.monotonic() < end:
+            if self.closed():
+                raise NoTrigger
             if a.trigger == "stream":
-                got = self.coord.xreadgroup(GROUP, a.pod, {self.k["stream"]: ">"}, count=1, block=200)
+                got = self.coord.xreadgroup(GROUP, a.pod, {self.k["stream"]: ">"}, count=1, block=100)
                 if got:
                     entry_id, _fields = got[0][1][0]
                     self._stream_triggered(entry_id)
@@ -252,10 +155,24 @@ class Worker:
                     self._stream_triggered(claimed[0][0])
                     return
                 time.sleep(POLL_S)
+            elif a.trigger == "retry":
+                # a retry queue (the job's caller, or a failed attempt's handler, asks again)
+                got = self.coord.blpop([self.k["retry"]], timeout=0.1)
+                if got:
+                    self.log.emit(
+                        "job_triggered", f"retrying {a.job_id}", trigger="retry", attempt=int(got[1])
+                    )
+                    return
+            elif a.trigger == "poll":
+                # a poller that scans a table of pending jobs
+                if self.coord.srem(self.k["pending"], a.job_id):
+                    self.log.emit("job_triggered", f"poller found {a.job_id} pending", trigger="poll")
+                    return
+                time.sleep(4 * POLL_S)
             else:
                 due = self.take_schedule(keys=[self.k["schedule"]], args=[time.time_ns() // 1_000_000])
                 if due:
-                    scheduled_at = _iso(int(float(due[1])) * 1_000_000)
+                    scheduled_at = iso_ms(int(float(due[1])) * 1_000_000)
                     self.log.emit(
                         "job_triggered",
                         f"scheduler fired {a.job_id}",
@@ -289,9 +206,11 @@ class Worker:
                 self.coord.xack(self.k["stream"], GROUP, self.entry_id)
 
     # -- lease --------------------------------------------------------------------------------------
-    def acquire(self) -> None:
+    def acquire(self) -> bool:
+        """Take the lock; False when it was denied and this attempt gives up (`--on-denied exit`)."""
         a = self.a
         end = time.monotonic() + COORDINATION_TIMEOUT_S
+        denied_logged = False
         while True:
             sent = mono_ms()
             try:
@@ -302,6 +221,12 @@ class Worker:
                 token = 0  # an uncertain acquisition counts as not acquired: do not start work
             if token:
                 break
+            if a.on_denied != "wait-silent" and not denied_logged:
+                self.log.emit("lock_denied", "report lock is held by another worker", owner=self.owner)
+                self.mark(f"denied:{a.role}")
+                denied_logged = True
+                if a.on_denied == "exit":
+                    return False
             if time.monotonic() > end:
                 raise SystemExit(f"{a.pod}: lock not acquired within {COORDINATION_TIMEOUT_S:.0f}s")
             time.sleep(POLL_S)
@@ -318,11 +243,12 @@ class Worker:
             fencingToken=token,
             owner=self.owner,
         )
+        return True
 
     def request_stop(self, reason: str, cause: str) -> None:
         with self._state:
-            if self.stop_requested.is_set():
-                return
+            if self.stop_requested.is_set() or self.ended.is_set():
+                return  # already asked; or the job is over (a last renewal at shutdown has nothing to stop)
             self.stop_reason = reason
             self.log.emit("job_stop_requested", f"stop requested: {cause}", reason=reason, cause=cause)
             self.stop_requested.set()
@@ -367,6 +293,13 @@ class Worker:
                         self.r.xclaim(self.k["stream"], GROUP, a.pod, 0, [self.entry_id], justid=True)
                 self.renewed += 1
                 self.mark(f"renewed:{a.role}:{self.renewed}")
+            elif outcome in ("timeout", "error") and a.renew_retry_ms and mono_ms() < self.deadline:
+                # the quick-retry policy: an errored renewal is retried soon, while the local deadline
+                # still allows (the lease itself may well be intact)
+                if stopping:
+                    return
+                next_due = mono_ms() + a.renew_retry_ms
+                continue
             else:
                 self.uncertain = True
                 if outcome == "rejected":
@@ -382,23 +315,39 @@ class Worker:
     def checkpoint(self) -> bool:
         """Before each bounded unit of work: False when this execution must stop."""
         if self.stop_requested.is_set():
-            return False
+            return bool(self.a.ignore_stop)
         now = mono_ms()
         if self.a.renew and now >= self.deadline:
             self.uncertain = True
             self.request_stop("ownership_uncertain", "local_lease_deadline")
-            return False
+            return bool(self.a.ignore_stop)
         if self.a.renew and now >= self.max_deadline:
             self.request_stop("max_runtime", "max_runtime")
-            return False
+            return bool(self.a.ignore_stop)
         return True
 
     # -- the job ------------------------------------------------------------------------------------
     def run(self) -> int:
         a = self.a
         self.log.plain(f"worker {a.pod} up, consumer of {self.k['stream']}", logger="o.s.b.StartupInfoLogger")
-        self.take_trigger()
-        self.acquire()
+        try:
+            if a.start_after:
+                self.wait_marker(a.start_after)
+            self.take_trigger()
+        except NoTrigger:
+            self.log.plain(f"worker {a.pod}: nothing to do", logger="o.s.b.StartupInfoLogger")
+            self.mark(f"done:{a.role}")
+            self.log.close()
+            return 0
+        self.mark(f"triggered:{a.role}")
+        if a.die_after_trigger:
+            # a crash between the pickup and the lock (OOM-killed, node lost): job_triggered, then nothing
+            os.kill(os.getpid(), signal.SIGKILL)
+        if not self.acquire():
+            self.ack()  # the job is running elsewhere: this request is handled
+            self.mark(f"done:{a.role}")
+            self.log.close()
+            return 0
         if a.renew:
             self.renewer = threading.Thread(target=self.renewal_loop, name="lease-renewal", daemon=True)
             self.renewer.start()
@@ -415,7 +364,8 @@ class Worker:
                     break
                 if a.renew and not self.checkpoint():
                     break
-                time.sleep(a.unit_ms / 1000)  # one bounded unit of report work
+                slow = a.slow_unit_ms if done == a.slow_unit_at else 0
+                time.sleep((slow or a.unit_ms) / 1000)  # one bounded unit of report work
                 done += 1
             if a.progress_note and not self.stop_requested.is_set():
                 self.log.emit("job_progress", a.progress_note)
@@ -425,17 +375,19 @@ class Worker:
                     break
                 time.sleep(a.unit_ms / 1000)
                 done += 1
-            if a.fenced and (not a.renew or self.checkpoint()):
+            if a.completion != "none" and (not a.renew or self.checkpoint()):
                 outcome = self.completion()
-            if self.stop_requested.is_set():
-                self.log.emit(
-                    "job_stopped",
-                    f"report stopped: {self.stop_reason}",
-                    reason=self.stop_reason,
-                    unitsDone=done,
-                )
-            else:
-                self.log.emit("job_finished", "report finished", status="ok", unitsDone=done)
+            with self._state:
+                if self.stop_requested.is_set() and not a.ignore_stop:
+                    self.log.emit(
+                        "job_stopped",
+                        f"report stopped: {self.stop_reason}",
+                        reason=self.stop_reason,
+                        unitsDone=done,
+                    )
+                else:
+                    self.log.emit("job_finished", "report finished", status="ok", unitsDone=done)
+                self.ended.set()
         finally:
             self.renewals_done.set()
             if self.renewer is not None:
@@ -443,6 +395,10 @@ class Worker:
             self.release_lease()
         if outcome == "accepted" or (outcome is None and not self.stop_requested.is_set()):
             self.ack()
+        elif a.retry_on_failure:
+            # the failed attempt's handler asks for another attempt (the retry path)
+            with contextlib.suppress(redis.RedisError):
+                self.coord.rpush(self.k["retry"], str(a.attempt + 1))
         if a.mark_after:
             self.mark(a.mark_after)
         self.mark(f"done:{a.role}")
@@ -490,9 +446,11 @@ class Worker:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m leaselog.reproduce.worker", description=__doc__.splitlines()[0]
+        prog="python -m leaselog.reproduce.worker", description=(__doc__ or "").splitlines()[0]
     )
     p.add_argument("--redis", required=True)
+    p.add_argument("--redis-user", default=None, help="Redis user for the lease commands (ACL)")
+    p.add_argument("--redis-password", default=None)
     p.add_argument("--prefix", required=True)
     p.add_argument("--job-id", required=True)
     p.add_argument("--execution-id", required=True)
@@ -500,23 +458,38 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--role", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--truth", required=True)
-    p.add_argument("--trigger", choices=["stream", "claim", "scheduler"], required=True)
+    p.add_argument("--trigger", choices=["stream", "claim", "scheduler", "retry", "poll"], required=True)
+    p.add_argument("--attempt", type=int, default=1, help="this attempt's number (the retry path counts)")
     p.add_argument("--claim-idle-ms", type=int, default=5000)
+    p.add_argument("--start-after", default=None, help="wait for this marker before taking a trigger")
+    p.add_argument("--close-marker", default=None, help="leave without an attempt once this marker exists")
+    p.add_argument("--on-denied", choices=["wait-silent", "wait", "exit"], default="wait-silent")
     p.add_argument("--lease-ms", type=int, default=5000)
     p.add_argument("--renewal-ms", type=int, default=1000)
+    p.add_argument("--renew-retry-ms", type=int, default=0, help="retry an errored renewal after this")
     p.add_argument("--margin-ms", type=int, default=500)
     p.add_argument("--op-timeout-ms", type=int, default=500)
     p.add_argument("--max-runtime-ms", type=int, default=20000)
     p.add_argument("--unit-ms", type=int, default=100)
     p.add_argument("--units", type=int, default=10)
+    p.add_argument("--slow-unit-at", type=int, default=-1, help="this unit of work takes --slow-unit-ms")
+    p.add_argument("--slow-unit-ms", type=int, default=0)
     p.add_argument("--gap-ms", type=int, default=0)
     p.add_argument("--renew", action="store_true")
-    p.add_argument("--fenced", action="store_true")
+    p.add_argument("--fenced", action="store_true", help="same as --completion fenced")
+    p.add_argument("--completion", choices=["none", "fenced", "idempotent", "plain"], default="none")
+    p.add_argument("--die-after-trigger", action="store_true", help="SIGKILL itself before taking the lock")
+    p.add_argument("--ignore-stop", action="store_true", help="log the stop request, run on to the finish")
+    p.add_argument("--retry-on-failure", action="store_true", help="queue a retry when not completed")
+    p.add_argument("--clock-offset-ms", type=int, default=0, help="this pod's wall clock is off by this")
     p.add_argument("--wait-for", default=None, help="keep working until this marker exists")
     p.add_argument("--progress-note", default=None, help="log this job_progress line when the work ends")
     p.add_argument("--tail-units", type=int, default=0, help="units of work after --wait-for is met")
     p.add_argument("--mark-after", default=None, help="set this marker after the release")
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    if a.fenced:
+        a.completion = "fenced"
+    return a
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,257 @@
+"""A randomized campaign: N lab runs from one seed, each scored against its truth, in every log shape.
+
+For each run: play the drawn plan on a real Redis (lab.play), render the pods' flat rows in the drawn shape
+and analyze it with leaselog (clock offsets unknown to it, default max-skew) -> score it (score.score);
+then the differential check: the same rows rendered in every registered shape must give the same findings
+(kind, execution ids, figures within the run's tolerance) as the flat logs. A run that fails keeps its
+folder (flat logs, the scored shape's files, truth.json, leaselog.json, score.json) for replay; a passing
+run's folder is deleted unless `keep`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaselog.reproduce import shapes
+from leaselog.reproduce.lab import Plan, draw, play
+from leaselog.reproduce.score import RunScore, score, tolerance
+from leaselog.reproduce.server import ReproduceError, redis_target
+
+ProgressFn = Callable[[str], None]
+COLUMNS = ("runs", "expected", "found", "missed", "false", "uncertain", "figure_errors", "tolerated")
+
+
+def flat_rows(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """pod -> the rows of its flat log (pod-*.jsonl) in `folder`."""
+    return {
+        f.stem: [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+        for f in sorted(folder.glob("pod-*.jsonl"))
+    }
+
+
+def write_shape(rows: dict[str, list[dict[str, Any]]], shape: str, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, content in shapes.render(shape, rows).items():
+        p = folder / name
+        p.write_text(content, encoding="utf-8")
+        paths.append(p)
+    return sorted(paths)
+
+
+def analyze_doc(paths: Sequence[Path]) -> dict[str, Any]:
+    """leaselog's JSON document for these files, as `leaselog analyze --json` writes it."""
+    import leaselog
+
+    return leaselog.analyze(list(paths), keep_fields=False).to_dict()
+
+
+def signature(doc: dict[str, Any], job: str) -> dict[tuple[str, tuple[str, ...]], list[float]]:
+    """What must not depend on the log shape: kind, execution ids -> the figures."""
+    out: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+    for f in doc["findings"]:
+        if f.get("jobId") not in (job, None) or f["kind"] == "lease_settings":
+            continue
+        key = (f["kind"], tuple(f.get("executionIds") or ()))
+        out.setdefault(key, []).append(float(f["durationMs"]) if f.get("durationMs") is not None else 0.0)
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def differences(
+    ref: dict[tuple[str, tuple[str, ...]], list[float]],
+    got: dict[tuple[str, tuple[str, ...]], list[float]],
+    tol: float,
+) -> list[str]:
+    diffs = []
+    for key in sorted(set(ref) | set(got)):
+        a, b = ref.get(key, []), got.get(key, [])
+        label = f"{key[0]} {','.join(key[1])}"
+        if len(a) != len(b):
+            diffs.append(f"{label}: {len(a)} in flat, {len(b)} here")
+        elif any(abs(x - y) > tol for x, y in zip(a, b, strict=True)):
+            diffs.append(f"{label}: figures {a} in flat, {b} here")
+    return diffs
+
+
+def differential(
+    folder: Path, truth: dict[str, Any], names: Sequence[str] | None = None
+) -> dict[str, list[str]]:
+    """shape -> how its findings differ from the flat logs' (only shapes that differ)."""
+    rows = flat_rows(folder)
+    job, tol = truth["job"], tolerance(truth)
+    ref = signature(analyze_doc(sorted(folder.glob("pod-*.jsonl"))), job)
+    out: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory(prefix="leaselog-diff-") as tmp:
+        for name in names or list(shapes.SHAPES):
+            if name == "flat":
+                continue
+            paths = write_shape(rows, name, Path(tmp) / name)
+            diffs = differences(ref, signature(analyze_doc(paths), job), tol)
+            if diffs:
+                out[name] = diffs
+    return out
+
+
+@dataclass
+class RunResult:
+    plan: Plan
+    score: RunScore
+    shape_diffs: dict[str, list[str]]
+    seconds: float
+    folder: Path
+
+    @property
+    def failed(self) -> bool:
+        return self.score.failed or bool(self.shape_diffs)
+
+
+def score_run(
+    folder: Path, truth: dict[str, Any], shape: str, work: Path | None = None
+) -> tuple[RunScore, dict[str, Any]]:
+    """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/), analyze, score."""
+    paths = write_shape(flat_rows(folder), shape, (work or folder) / shape)
+    doc = analyze_doc(paths)
+    return score(truth, doc), doc
+
+
+def score_folder(folder: Path, truth: dict[str, Any], shape: str) -> tuple[RunScore, dict[str, Any]]:
+    """score_run into the run's own folder, keeping leaselog's JSON next to it (leaselog.json)."""
+    rs, doc = score_run(folder, truth, shape)
+    (folder / "leaselog.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return rs, doc
+
+
+def run_one(plan: Plan, target: Any, folder: Path, diff: bool = True) -> RunResult:
+    started = time.monotonic()
+    truth = play(plan, target, folder)
+    rs, _doc = score_folder(folder, truth, plan.shape)
+    diffs = differential(folder, truth) if diff else {}
+    result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
+    (folder / "score.json").write_text(
+        json.dumps({**rs.to_dict(), "shapeDiffs": diffs, "plan": plan.describe()}, indent=1) + "\n",
+        encoding="utf-8",
+    )
+    return result
+
+
+@dataclass
+class Campaign:
+    seed: int
+    results: list[RunResult] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def table(self) -> list[dict[str, Any]]:
+        """Per kind: runs it came up in, expected, found, missed, false, uncertain, figure errors, tolerated."""
+        rows: dict[str, Counter[str]] = {}
+        for r in self.results:
+            s = r.score
+            kinds = {i.kind for i in s.items} | set(s.reported)
+            for kind in kinds:
+                c = rows.setdefault(kind, Counter())
+                c["runs"] += 1
+                found, missed = s.count("found")[kind], s.count("missed")[kind]
+                c["expected"] += found + missed
+                c["found"] += found
+                c["missed"] += missed
+                c["false"] += s.count("false")[kind]
+                c["uncertain"] += s.uncertain[kind]
+                c["figure_errors"] += s.count("figure_error")[kind]
+                c["tolerated"] += s.count("tolerated")[kind]
+        diff = Counter(shape for r in self.results for shape in r.shape_diffs)
+        out = [{"kind": k, **{c: rows[k][c] for c in COLUMNS}} for k in sorted(rows)]
+        if diff:
+            n = sum(1 for r in self.results if r.shape_diffs)
+            out.append(
+                {
+                    "kind": "differential (shapes)",
+                    **dict.fromkeys(COLUMNS, 0),
+                    "runs": n,
+                    "false": sum(diff.values()),
+                }
+            )
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and not any(r.failed for r in self.results)
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "runs": len(self.results),
+            "failedRuns": [r.plan.name for r in self.results if r.failed],
+            "errors": self.errors,
+            "table": self.table(),
+            "shapeDiffs": {r.plan.name: r.shape_diffs for r in self.results if r.shape_diffs},
+            "seconds": round(sum(r.seconds for r in self.results), 1),
+        }
+
+
+def run_campaign(
+    runs: int,
+    seed: int,
+    out: Path,
+    *,
+    redis_url: str | None = None,
+    keep: bool = False,
+    diff: bool = True,
+    start: int = 0,
+    jobs: int = 1,
+    progress: ProgressFn | None = None,
+) -> Campaign:
+    """Runs `start` .. `start + runs - 1` of campaign `seed`; `jobs` at a time, each on its own throwaway
+    redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`."""
+    say = progress or (lambda _m: None)
+    camp = Campaign(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = 1 if redis_url else max(1, jobs)
+    with contextlib.ExitStack() as stack:
+        targets: queue.Queue[Any] = queue.Queue()
+        for _ in range(jobs):
+            targets.put(stack.enter_context(redis_target(redis_url)))
+
+        def one(index: int) -> RunResult | str:
+            plan = draw(seed, index)
+            folder = out / plan.name
+            if folder.exists():
+                shutil.rmtree(folder)
+            target = targets.get()
+            try:
+                return run_one(plan, target, folder, diff)
+            except ReproduceError as e:
+                return f"{plan.name}: {e}"
+            finally:
+                targets.put(target)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for got in pool.map(one, range(start, start + runs)):
+                if isinstance(got, str):
+                    camp.errors.append(got)
+                    say(f"{got.splitlines()[0]} (could not run)")
+                    continue
+                _tell(got, say)
+                camp.results.append(got)
+                if not got.failed and not keep:
+                    shutil.rmtree(got.folder, ignore_errors=True)
+    return camp
+
+
+def _tell(r: RunResult, say: ProgressFn) -> None:
+    verdict = "FAIL" if r.failed else "ok"
+    say(f"{r.plan.name} {verdict} {r.seconds:.1f}s  {r.plan.describe()}")
+    for i in r.score.items:
+        if i.status in ("missed", "false", "figure_error"):
+            say(f"    {i.status} {i.kind} {','.join(i.execution_ids)}: {i.why[:160]}")
+    for shape, d in r.shape_diffs.items():
+        say(f"    shape {shape}: {'; '.join(d)[:200]}")

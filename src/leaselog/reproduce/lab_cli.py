@@ -1,0 +1,144 @@
+"""`leaselog reproduce random` and `leaselog reproduce replay DIR`: the lab's terminal side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from leaselog.reproduce.campaign import COLUMNS, Campaign, differential, run_campaign, score_folder
+from leaselog.reproduce.score import RunScore
+from leaselog.reproduce.server import ReproduceError
+
+
+def table_of(rows: list[dict[str, Any]], title: str) -> Table:
+    t = Table(title=title, title_justify="left", show_edge=False)
+    t.add_column("kind")
+    for c in COLUMNS:
+        t.add_column(c.replace("_", " "), justify="right")
+    for r in rows:
+        bad = r["missed"] or r["false"] or r["figure_errors"]
+        t.add_row(
+            f"[red]{r['kind']}[/red]" if bad else r["kind"],
+            *(str(r[c]) for c in COLUMNS),
+        )
+    return t
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The per-kind table as Markdown (for a README or a CI summary)."""
+    head = "| kind | " + " | ".join(c.replace("_", " ") for c in COLUMNS) + " |"
+    sep = "|---|" + "---:|" * len(COLUMNS)
+    body = ["| " + r["kind"] + " | " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
+def _wide(quiet: bool) -> Console:
+    """The table needs ~110 columns; a pipe or CI log gets them too (rich would wrap at 80)."""
+    c = Console(quiet=quiet)
+    return c if c.is_terminal else Console(quiet=quiet, width=120)
+
+
+def campaign(
+    *,
+    runs: int,
+    seed: int,
+    out: Path | None,
+    redis_url: str | None,
+    keep: bool,
+    report: Path | None,
+    diff: bool,
+    start: int,
+    jobs: int,
+    quiet: bool,
+) -> int:
+    console = _wide(quiet)
+    err = Console(stderr=True)
+    folder = out or Path("leaselog-lab") / f"seed-{seed}"
+
+    def say(m: str) -> None:
+        if not quiet:
+            bad = " FAIL " in m or m.startswith("    ")
+            err.print(f"[red]{m}[/red]" if bad else f"[dim]{m}[/dim]", highlight=False, soft_wrap=True)
+
+    try:
+        camp = run_campaign(
+            runs,
+            seed,
+            folder,
+            redis_url=redis_url,
+            keep=keep,
+            diff=diff,
+            start=start,
+            jobs=jobs,
+            progress=say,
+        )
+    except ReproduceError as e:
+        err.print(f"[red]error:[/red] {e}", highlight=False)
+        return 2
+    _summary(camp, folder, console)
+    if report is not None:
+        report.write_text(json.dumps(camp.report(), indent=1) + "\n", encoding="utf-8")
+        console.print(f"wrote {report}")
+    if camp.errors and not camp.results:
+        return 2
+    return 0 if camp.ok else 1
+
+
+def _summary(camp: Campaign, folder: Path, console: Console) -> None:
+    rep = camp.report()
+    console.print(
+        table_of(rep["table"], f"leaselog reproduce random: {rep['runs']} runs, seed {camp.seed}"),
+    )
+    failed = rep["failedRuns"]
+    if failed:
+        console.print(
+            f"[red]{len(failed)} run(s) failed[/red], kept for replay under {folder}/: {', '.join(failed)}\n"
+            f"  replay one: leaselog reproduce replay {folder}/{failed[0]}",
+            highlight=False,
+        )
+    else:
+        console.print(
+            "[green]every run agreed with its truth[/green] (no miss, no false finding, no figure error)"
+        )
+    for e in camp.errors:
+        console.print(f"[red]could not run[/red] {e}", highlight=False)
+
+
+def replay(folder: Path, shape: str | None, diff: bool, quiet: bool) -> int:
+    """Re-analyze a kept run (its truth.json and flat logs) and score it again."""
+    console = _wide(quiet)
+    truth_path = folder / "truth.json"
+    if not truth_path.is_file():
+        Console(stderr=True).print(f"[red]error:[/red] no truth.json in {folder}", highlight=False)
+        return 2
+    truth = json.loads(truth_path.read_text(encoding="utf-8"))
+    name = shape or truth["plan"]["shape"]
+    rs, _doc = score_folder(folder, truth, name)
+    console.print(f"[bold]{truth['run']}[/bold] in shape {name}: {folder / name}/", highlight=False)
+    print_items(rs, console)
+    diffs = differential(folder, truth) if diff else {}
+    for s, d in diffs.items():
+        console.print(f"[red]shape {s}[/red] differs from the flat logs: {'; '.join(d)}", highlight=False)
+    return 1 if rs.failed or diffs else 0
+
+
+def print_items(rs: RunScore, console: Console) -> None:
+    t = Table(show_edge=False)
+    for c in ("status", "kind", "executions", "truth", "leaselog", "why"):
+        t.add_column(c)
+    colour = {"missed": "red", "false": "red", "figure_error": "red", "found": "green"}
+    for i in rs.items:
+        c = colour.get(i.status, "dim")
+        t.add_row(
+            f"[{c}]{i.status}[/{c}]",
+            i.kind,
+            ",".join(i.execution_ids),
+            "" if i.truth is None else str(i.truth),
+            "" if i.got is None else str(i.got),
+            i.why,
+        )
+    console.print(t)

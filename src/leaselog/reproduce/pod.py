@@ -1,0 +1,189 @@
+"""What a worker ("pod") and the harness that drives it share: Redis keys and scripts, coordination names,
+the monotonic clock, and the pod's log writer (`PodLog`: the log leaselog reads plus its ground-truth twin).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+# Owner-checked release (the article's Java demo, as Lua): delete only our own lease.
+RELEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+# Owner-checked renewal (the article's script): extend only our own lease.
+RENEW_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+# Acquire and allocate the fencing token in one atomic step, so a token exists only for a granted lease
+# and tokens grow in acquisition order.
+ACQUIRE_LUA = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return redis.call('INCR', KEYS[2])
+end
+return 0
+"""
+
+# The destination's fencing check: accept a completion only with a token at least as high as the highest
+# accepted so far for this job; a lower one is stale (its lease is gone), an equal one a duplicate.
+# Every accepted completion appends to an effects list, so duplicate committed effects can be counted.
+COMPLETE_LUA = """
+local highest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')
+local token = tonumber(ARGV[1])
+if token < highest then
+    return {'rejected', highest}
+end
+if token == highest then
+    return {'duplicate', highest}
+end
+redis.call('HSET', KEYS[1], 'token', token, 'executionId', ARGV[2])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return {'accepted', token}
+"""
+
+# An idempotent destination without fencing: the first completion of the job wins, any later one is
+# answered as a duplicate (whatever its lease said).
+COMPLETE_IDEMPOTENT_LUA = """
+if redis.call('HSETNX', KEYS[1], 'executionId', ARGV[2]) == 1 then
+    redis.call('RPUSH', KEYS[2], ARGV[2])
+    return {'accepted', tonumber(ARGV[1])}
+end
+return {'duplicate', 0}
+"""
+
+# A plain destination: every completion is written (the "already completed?" read happened earlier).
+COMPLETE_PLAIN_LUA = """
+redis.call('HSET', KEYS[1], 'executionId', ARGV[2])
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return {'accepted', tonumber(ARGV[1])}
+"""
+
+# A Redis-backed scheduler (a sorted set of due jobs, like a delayed-job queue): atomically take one job
+# whose due time has come.
+SCHEDULE_TAKE_LUA = """
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, 1)
+if due[1] then
+    redis.call('ZREM', KEYS[1], due[1])
+    return due
+end
+return false
+"""
+
+POLL_S = 0.025
+COORDINATION_TIMEOUT_S = 60.0
+GROUP = "report-workers"
+
+
+def mono_ms() -> float:
+    # CLOCK_MONOTONIC is system-wide on Linux: moments of different worker processes on one host compare.
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC) / 1e6
+
+
+def keys(prefix: str, job_id: str) -> dict[str, str]:
+    """Every Redis key a reproduction uses lives under the run's prefix."""
+    return {
+        "lock": f"{prefix}:job:{job_id}:lock",
+        "fence": f"{prefix}:job:{job_id}:fence",
+        "result": f"{prefix}:job:{job_id}:result",
+        "effects": f"{prefix}:job:{job_id}:effects",
+        "stream": f"{prefix}:report-requests",
+        "schedule": f"{prefix}:schedule",
+        "retry": f"{prefix}:retry-queue",
+        "pending": f"{prefix}:pending-jobs",
+    }
+
+
+def marker(prefix: str, name: str) -> str:
+    return f"{prefix}:marker:{name}"
+
+
+def signal_list(prefix: str, name: str) -> str:
+    return f"{prefix}:signal:{name}"
+
+
+def iso_ms(wall_ns: int) -> str:
+    """Wall-clock nanoseconds as the logs write them: ISO 8601, milliseconds, UTC."""
+    t = datetime.fromtimestamp(wall_ns // 1_000_000 / 1000, tz=UTC)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+class PodLog:
+    """The pod's JSONL log plus its ground-truth twin; safe to call from the work and renewal threads.
+
+    `clock_offset_ms` skews this pod's wall clock as a badly synchronised host would: the log's `ts` is
+    true wall time + offset; the truth keeps the true wall time and CLOCK_MONOTONIC.
+    """
+
+    def __init__(
+        self, path: Path, truth: Path, job_id: str, execution_id: str, pod: str, clock_offset_ms: int = 0
+    ) -> None:
+        self._log = path.open("a", encoding="utf-8")
+        self._truth = truth.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+        self.job_id, self.execution_id, self.pod = job_id, execution_id, pod
+        self.offset_ns = clock_offset_ms * 1_000_000
+        self.t0 = mono_ms()
+
+    def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
+        """A line unrelated to leases, as real logs have between lease events (leaselog must ignore it)."""
+        ts = iso_ms(time.time_ns() + self.offset_ns)
+        self._write({"ts": ts, "pod": self.pod, "level": "INFO", "logger": logger, "message": message}, None)
+
+    def emit(
+        self, event: str, message: str, truth_extra: dict[str, Any] | None = None, **fields: Any
+    ) -> float:
+        """Log one lease event now; returns the monotonic moment (ms) it was taken at.
+
+        `truth_extra` goes to the ground truth only (e.g. when the acquiring request was sent).
+        """
+        with self._lock:
+            wall_ns = time.time_ns()
+            m = mono_ms()
+            line: dict[str, Any] = {
+                "ts": iso_ms(wall_ns + self.offset_ns),
+                "level": "WARN" if event in ("ownership_lost", "job_stop_requested") else "INFO",
+                "jobId": self.job_id,
+                "executionId": self.execution_id,
+                "pod": self.pod,
+                "event": event,
+                "elapsedMs": round(m - self.t0),
+                **{k: v for k, v in fields.items() if v is not None},
+                "message": message,
+            }
+            truth = {
+                "event": event,
+                "monoMs": round(m, 3),
+                "wallMs": wall_ns // 1_000_000,
+                **{k: v for k, v in fields.items() if v is not None},
+                **(truth_extra or {}),
+            }
+            self._write_locked(line, truth)
+            return m
+
+    def _write(self, line: dict[str, Any], truth: dict[str, Any] | None) -> None:
+        with self._lock:
+            self._write_locked(line, truth)
+
+    def _write_locked(self, line: dict[str, Any], truth: dict[str, Any] | None) -> None:
+        # flushed per line: a SIGKILLed pod must leave everything it logged
+        self._log.write(json.dumps(line, separators=(",", ":")) + "\n")
+        self._log.flush()
+        if truth is not None:
+            self._truth.write(json.dumps(truth, separators=(",", ":")) + "\n")
+            self._truth.flush()
+
+    def close(self) -> None:
+        self._log.close()
+        self._truth.close()

@@ -1,0 +1,389 @@
+"""Score leaselog's findings on a lab run against what really happened (the run's truth.json).
+
+The standard is the project's (TRUTH.md), per finding kind:
+- expected (a miss when absent): overlapping_executions per pair of executions whose true [start, end]
+  intersect; lease_outlived per execution that ran past its lease's true expiry; renewal_failed per
+  execution with a rejected, timed-out, errored or late renewal; stop_delayed per confirmed stop slower than
+  the stop target by more than 50 ms; a stop finding other than stop_delayed (`stop_not_honoured` below)
+  per stop requested and never honoured; stale_release per release that deleted nothing; duplicate_effect
+  per job with two accepted completions; crash_takeover per crashed execution taken over; second_attempt
+  per execution that acquired after another had, with the true trigger path.
+  An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
+  cannot show it, so its absence is no miss.
+- tolerated (neither found nor false): renewal_gap on an execution a pause, a network cut or a Redis stall
+  hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
+  a stop never honoured or within 50 ms of the target; completion_rejected; stale_write_accepted for a
+  completion accepted after its own lease ended; release_failed where the release did not delete;
+  lease_settings; second_attempt at info for an attempt the lock turned away or for the first execution;
+  an uncertain finding below error whose figure is within max-skew + twice the largest clock offset.
+- false: anything else at warning or error; and, whatever else, an uncertain finding at error, an uncertain
+  overlap or zombie larger than max-skew + twice the largest offset, two identical findings (kind,
+  executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
+- figure errors: a matched figure off by more than 50 ms + twice the largest clock offset; for
+  second_attempt the figure is the trigger path.
+Findings are matched to the truth by the workers' executionIds and the kind.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from itertools import pairwise
+from typing import Any
+
+STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
+MAX_SKEW_MS = 250.0  # leaselog's default --max-skew
+BASE_TOLERANCE_MS = 50.0
+NOT_HONOURED = "stop_not_honoured"
+NEGATIVE = re.compile(r"(?<![\w.:-])-\d+(?:\.\d+)?\s?(?:ms|s|m|h|d)\b")
+
+Moment = dict[str, Any]
+
+
+@dataclass
+class Attempt:
+    """One attempt (one executionId) as it truly went, in CLOCK_MONOTONIC milliseconds."""
+
+    eid: str
+    pod: str
+    path: str
+    moments: list[Moment]
+    triggered: float | None = None
+    acquired: float | None = None
+    denied: float | None = None
+    start: float | None = None
+    end: float | None = None
+    end_event: str | None = None
+    crashed: bool = False
+    stop_requested: float | None = None
+    stopped: float | None = None
+
+    def renewals(self) -> list[Moment]:
+        return [m for m in self.moments if m["event"] == "lease_renewal"]
+
+    def expiry(self, at: float, lease_ms: float) -> float | None:
+        """The true expiry of this attempt's lease as it stood at moment `at`."""
+        if self.acquired is None:
+            return None
+        anchor = self.acquired
+        for r in self.renewals():
+            if r["monoMs"] <= at and r["renewalOutcome"] == "success":
+                anchor = r["monoMs"]
+        return anchor + lease_ms
+
+    def first(self, event: str) -> Moment | None:
+        return next((m for m in self.moments if m["event"] == event), None)
+
+
+@dataclass(frozen=True)
+class Expected:
+    kind: str
+    eids: tuple[str, ...]
+    figure: float | None = None
+    trigger: str | None = None
+    optional: bool = False
+
+
+@dataclass
+class Item:
+    """One scored thing: an expectation (found / missed / optional) or a finding (false / tolerated)."""
+
+    kind: str
+    status: str  # found | missed | optional | false | tolerated | figure_error
+    execution_ids: list[str]
+    why: str
+    truth: Any = None
+    got: Any = None
+    certainty: str | None = None
+    severity: str | None = None
+
+
+@dataclass
+class RunScore:
+    run: str
+    items: list[Item] = field(default_factory=list)
+    uncertain: Counter[str] = field(default_factory=Counter)
+    reported: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def failed(self) -> bool:
+        return any(i.status in ("missed", "false", "figure_error") for i in self.items)
+
+    def count(self, status: str) -> Counter[str]:
+        return Counter(i.kind for i in self.items if i.status == status)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "failed": self.failed,
+            "items": [asdict(i) for i in self.items],
+            "uncertain": dict(self.uncertain),
+        }
+
+
+def attempts(truth: dict[str, Any]) -> list[Attempt]:
+    """Each pod's attempt, from its moments; pods that were never triggered made none."""
+    paths = {f"pod-{p['role'].lower()}": p["path"] for p in truth["plan"]["pods"]}
+    kill = {f["role"]: f["startMono"] for f in truth["faults"] if f["kind"] == "crash" and "startMono" in f}
+    # a pod that killed itself after its pickup (--die-after-trigger) crashed before the lock
+    died = {p["role"] for p in truth["plan"]["pods"] if p.get("dies_after_trigger")}
+    out = []
+    for pod, ms in sorted(truth["moments"].items()):
+        if not ms:
+            continue
+        a = Attempt(f"attempt-{pod.removeprefix('pod-')}", pod, paths.get(pod, "?"), ms)
+        get = {e: a.first(e) for e in ("job_triggered", "lock_acquired", "lock_denied", "job_started")}
+        a.triggered = _mono(get["job_triggered"])
+        a.acquired = _mono(get["lock_acquired"])
+        a.denied = _mono(get["lock_denied"])
+        a.start = _mono(get["job_started"]) or a.acquired
+        end = next((m for m in ms if m["event"] in ("job_finished", "job_stopped")), None)
+        role = pod.removeprefix("pod-").upper()
+        if end is not None:
+            a.end, a.end_event = end["monoMs"], end["event"]
+        elif role in kill and a.acquired is not None:
+            a.end, a.end_event, a.crashed = kill[role], "killed", True
+        elif role in died and a.acquired is None:
+            a.crashed = True  # never ran: no execution, no overlap, no takeover to expect
+        a.stop_requested = _mono(a.first("job_stop_requested"))
+        a.stopped = _mono(a.first("job_stopped"))
+        out.append(a)
+    return out
+
+
+def _mono(m: Moment | None) -> float | None:
+    return None if m is None else float(m["monoMs"])
+
+
+def max_offset(truth: dict[str, Any]) -> float:
+    return float(max((abs(v) for v in truth["offsets"].values()), default=0))
+
+
+def tolerance(truth: dict[str, Any]) -> float:
+    """How far a figure may be off: 50 ms plus twice the largest clock offset."""
+    return BASE_TOLERANCE_MS + 2 * max_offset(truth)
+
+
+def skew_bound(truth: dict[str, Any]) -> float:
+    """Above this an overlap or a zombie is no longer a matter of clock skew."""
+    return MAX_SKEW_MS + 2 * max_offset(truth)
+
+
+def expectations(truth: dict[str, Any]) -> list[Expected]:
+    lease = float(truth["plan"]["lease_ms"])
+    tol = tolerance(truth)
+    ats = attempts(truth)
+    ran = sorted((a for a in ats if a.acquired is not None), key=lambda a: a.acquired or 0.0)
+    out: list[Expected] = []
+    for i, a in enumerate(ran):
+        for b in ran[i + 1 :]:
+            if None in (a.start, a.end, b.start, b.end):
+                continue
+            lo, hi = max(a.start or 0, b.start or 0), min(a.end or 0, b.end or 0)
+            if hi > lo:
+                out.append(
+                    Expected("overlapping_executions", (a.eid, b.eid), hi - lo, optional=hi - lo <= tol)
+                )
+    for a in ran:
+        if a.end is not None:
+            exp = a.expiry(a.end, lease)
+            if exp is not None and a.end > exp:
+                out.append(Expected("lease_outlived", (a.eid,), a.end - exp, optional=a.end - exp <= tol))
+        if any(r["renewalOutcome"] != "success" or r.get("late") for r in a.renewals()):
+            out.append(Expected("renewal_failed", (a.eid,)))
+        if a.stop_requested is not None and a.stopped is not None:
+            delay = a.stopped - a.stop_requested
+            if delay > STOP_SLO_MS + BASE_TOLERANCE_MS:
+                out.append(Expected("stop_delayed", (a.eid,), delay))
+        if a.stop_requested is not None and a.end_event == "job_finished":
+            out.append(Expected(NOT_HONOURED, (a.eid,)))
+        rel = a.first("lock_released")
+        if rel is not None and rel.get("released") is False:
+            out.append(Expected("stale_release", (a.eid,)))
+    if len(truth["effects"]) >= 2:
+        out.append(Expected("duplicate_effect", tuple(truth["effects"])))
+    for a in ran:
+        if a.crashed and a.end is not None:
+            later = [b for b in ran if b is not a and (b.acquired or 0) > a.end]
+            if later:
+                nxt = min(later, key=lambda b: b.acquired or 0.0)
+                exp = a.expiry(a.end, lease) or 0.0
+                out.append(Expected("crash_takeover", (a.eid, nxt.eid), (nxt.acquired or 0.0) - exp))
+    for b in ran[1:]:
+        out.append(Expected("second_attempt", (b.eid,), trigger=b.path))
+    return out
+
+
+def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]) -> str | None:
+    """Why this (unexpected) finding is tolerated, or None."""
+    kind, ids = f["kind"], list(f.get("executionIds") or [])
+    lease = float(truth["plan"]["lease_ms"])
+    hit = [ats[e] for e in ids if e in ats]
+    if kind == "lease_settings":
+        return "advice"
+    if kind == "completion_rejected":
+        return "a fenced or duplicate completion"
+    if kind == "renewal_gap":
+        for a in hit:
+            why = _renewal_trouble(a, truth)
+            if why:
+                return why
+    if kind == "stop_delayed":
+        for a in hit:
+            if a.stop_requested is not None and a.end_event == "job_finished":
+                return "a stop never honoured"
+            delay = None if a.stop_requested is None or a.stopped is None else a.stopped - a.stop_requested
+            if delay is not None and abs(delay - STOP_SLO_MS) <= BASE_TOLERANCE_MS:
+                return "within 50 ms of the stop target"
+    if kind == "stale_write_accepted":
+        for a in hit:
+            c = a.first("completion")
+            if c and c.get("outcome") == "accepted":
+                exp = a.expiry(c["monoMs"], lease)
+                if exp is not None and c["monoMs"] > exp:
+                    return "accepted after its own lease ended"
+    if kind == "release_failed":
+        for a in hit:
+            r = a.first("lock_released")
+            if r and (r.get("released") is False or r.get("releaseOutcome") in ("error", "timeout")):
+                return "the release did not delete"
+    if kind == "second_attempt" and f.get("severity") == "info" and hit:
+        a = hit[-1]
+        if a.acquired is None:
+            return "an attempt the lock turned away"
+        first = min((x.acquired for x in ats.values() if x.acquired is not None), default=None)
+        if a.acquired == first:
+            return "the first execution (earlier triggers turned away)"
+    fig = f.get("durationMs")
+    if (
+        f.get("certainty") == "uncertain"
+        and f.get("severity") != "error"
+        and (fig is None or abs(fig) <= skew_bound(truth))
+    ):
+        return "uncertain, within the clock-offset bound"
+    return None
+
+
+def _renewal_trouble(a: Attempt, truth: dict[str, Any]) -> str | None:
+    plan = truth["plan"]
+    for fault in truth["faults"]:
+        if "startMono" not in fault or fault["kind"] not in ("pause", "stall", "netcut"):
+            continue
+        if fault["kind"] != "stall" and a.pod != f"pod-{fault['role'].lower()}":
+            continue
+        if a.start is not None and fault["startMono"] <= (a.end or a.start) and fault["endMono"] >= a.start:
+            return f"hit by a {fault['kind']}"
+    rs = a.renewals()
+    if any(r["renewalOutcome"] != "success" or r.get("late") for r in rs):
+        return "failed renewals"
+    if not plan.get("renew", True):
+        return None  # no renewal lifecycle: there is no renewal task to starve
+    times = [t for t in (a.acquired, *(r["monoMs"] for r in rs)) if t is not None]
+    if a.end is not None:
+        times.append(a.end)
+    if any(t2 - t1 > 1.5 * plan["renewal_ms"] for t1, t2 in pairwise(times)):
+        return "a true renewal spacing above 1.5 x the interval"
+    return None
+
+
+def is_stop_kind(kind: str) -> bool:
+    """A finding that reports a stop never honoured: any stop finding but stop_delayed (whatever a check
+    calls it), or an ownership loss left unhandled."""
+    return (kind.startswith("stop_") and kind != "stop_delayed") or kind == "ownership_loss_unhandled"
+
+
+def _matches(e: Expected, f: dict[str, Any], job: str) -> bool:
+    ids = list(f.get("executionIds") or [])
+    k = f["kind"]
+    if e.kind == NOT_HONOURED:
+        return is_stop_kind(k) and e.eids[0] in ids
+    if k != e.kind:
+        return False
+    if k == "overlapping_executions":
+        return set(ids) == set(e.eids)
+    if k == "duplicate_effect":
+        return f.get("jobId") == job
+    if k == "crash_takeover":
+        return ids[:1] == [e.eids[0]]
+    if k == "second_attempt":
+        return ids[-1:] == [e.eids[0]]
+    return e.eids[0] in ids
+
+
+def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
+    """Score leaselog's JSON document (`Analysis.to_dict()` / `analyze --json`) against the truth."""
+    job = truth["job"]
+    tol, bound = tolerance(truth), skew_bound(truth)
+    findings = [f for f in doc["findings"] if f.get("jobId") in (job, None)]
+    ats = {a.eid: a for a in attempts(truth)}
+    rs = RunScore(truth["run"])
+    for f in findings:
+        rs.reported[f["kind"]] += 1
+        if f.get("certainty") == "uncertain":
+            rs.uncertain[f["kind"]] += 1
+    used: set[int] = set()
+    wrong: dict[int, list[str]] = {}  # finding -> why it counts against the run (once, whatever the reasons)
+    for e in expectations(truth):
+        hits = [i for i, f in enumerate(findings) if _matches(e, f, job)]
+        used.update(hits)
+        if not hits:
+            status = "optional" if e.optional else "missed"
+            rs.items.append(Item(e.kind, status, list(e.eids), "expected", e.figure or e.trigger))
+            continue
+        rs.items.append(Item(e.kind, "found", list(e.eids), "expected", e.figure or e.trigger))
+        got = [findings[i] for i in hits]
+        if e.figure is not None and e.kind != NOT_HONOURED:
+            figs = [f["durationMs"] for f in got if f.get("durationMs") is not None]
+            best = min(figs, key=lambda x: abs(x - (e.figure or 0.0)), default=None)
+            if best is None or abs(best - e.figure) > tol:
+                why = f"figure off by more than {tol:.0f} ms"
+                rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, round(e.figure, 1), best))
+        if e.trigger is not None and not any(f.get("trigger") == e.trigger for f in got):
+            trig = sorted({str(f.get("trigger")) for f in got})
+            rs.items.append(Item(e.kind, "figure_error", list(e.eids), "wrong trigger path", e.trigger, trig))
+        skewable = e.kind in ("overlapping_executions", "lease_outlived") and (e.figure or 0.0) > bound
+        for i in hits:
+            if skewable and findings[i].get("certainty") == "uncertain":
+                why = f"uncertain, yet {e.figure or 0.0:.0f} ms is beyond max-skew + offsets ({bound:.0f} ms)"
+                wrong.setdefault(i, []).append(why)
+    for i, f in enumerate(findings):
+        if i in used:
+            continue
+        reason = _tolerated(f, truth, ats)
+        if reason is not None:
+            rs.items.append(Item(f["kind"], "tolerated", list(f.get("executionIds") or []), reason))
+        elif f.get("severity") in ("warning", "error"):
+            wrong.setdefault(i, []).append("not justified by the truth")
+    # always wrong, matched or not
+    seen: Counter[tuple[Any, ...]] = Counter()
+    for i, f in enumerate(findings):
+        key = (f["kind"], tuple(f.get("executionIds") or ()), f.get("start"), f.get("end"))
+        seen[key] += 1
+        if seen[key] >= 2:
+            wrong.setdefault(i, []).append("two identical findings")
+        if f.get("certainty") == "uncertain" and f.get("severity") == "error":
+            wrong.setdefault(i, []).append("uncertain at error severity")
+        fig = f.get("durationMs")
+        if (fig is not None and fig < 0) or NEGATIVE.search(str(f.get("message", ""))):
+            wrong.setdefault(i, []).append("a negative duration")
+    for i in sorted(wrong):
+        rs.items.append(_false(findings[i], "; ".join(wrong[i])))
+    malformed = int(doc.get("lines", {}).get("malformed", 0))
+    if malformed:
+        rs.items.append(
+            Item("malformed_lines", "false", [], f"{malformed} well-formed lines counted malformed")
+        )
+    return rs
+
+
+def _false(f: dict[str, Any], why: str) -> Item:
+    return Item(
+        f["kind"],
+        "false",
+        list(f.get("executionIds") or []),
+        f"{why}: {f.get('message', '')}"[:400],
+        got=f.get("durationMs"),
+        certainty=f.get("certainty"),
+        severity=f.get("severity"),
+    )

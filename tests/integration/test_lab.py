@@ -1,0 +1,415 @@
+"""The randomized lab (`leaselog reproduce random`): its scorer on hand-made truths, and a fixed small campaign
+on a real redis-server.
+
+The scorer tests build a truth.json by hand (the moments a run's workers would have recorded, in
+CLOCK_MONOTONIC ms) and a findings document as leaselog's JSON would carry it, and check that each of
+TRUTH.md's rules scores what it should: a right list scores clean, a deliberately wrong one is scored
+missed / false / figure error.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from typing import Any
+
+import pytest
+
+from leaselog.cli import main
+from leaselog.reproduce import shapes
+from leaselog.reproduce.campaign import differences, run_campaign, signature
+from leaselog.reproduce.lab import FAULTS, PATHS, draw, plan_from_dict
+from leaselog.reproduce.score import RunScore, expectations, score, tolerance
+
+# -- hand-made truths ------------------------------------------------------------------------------------
+
+
+def _m(event: str, mono: float, **fields: Any) -> dict[str, Any]:
+    return {"event": event, "monoMs": mono, **fields}
+
+
+def _truth(
+    moments: dict[str, list[dict[str, Any]]],
+    *,
+    paths: dict[str, str] | None = None,
+    offsets: dict[str, int] | None = None,
+    faults: list[dict[str, Any]] | None = None,
+    effects: list[str] | None = None,
+    lease_ms: int = 1000,
+    renewal_ms: int = 300,
+    renew: bool = True,
+) -> dict[str, Any]:
+    pods = [
+        {
+            "role": pod.removeprefix("pod-").upper(),
+            "path": (paths or {}).get(pod, "first" if pod == "pod-a" else "scheduler"),
+        }
+        for pod in moments
+    ]
+    return {
+        "lab": 1,
+        "run": "hand-made",
+        "job": "report-1",
+        "plan": {"lease_ms": lease_ms, "renewal_ms": renewal_ms, "renew": renew, "pods": pods},
+        "offsets": offsets or dict.fromkeys(moments, 0),
+        "faults": faults or [],
+        "effects": effects or [],
+        "moments": moments,
+    }
+
+
+def _f(kind: str, ids: list[str], severity: str = "warning", **kw: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "code": "LL000",
+        "severity": severity,
+        "certainty": kw.pop("certainty", "certain"),
+        "jobId": "report-1",
+        "executionIds": ids,
+        "start": kw.pop("start", None),
+        "end": kw.pop("end", None),
+        "durationMs": kw.pop("durationMs", None),
+        "trigger": kw.pop("trigger", None),
+        "message": kw.pop("message", "..."),
+    }
+
+
+def _doc(*findings: dict[str, Any], malformed: int = 0) -> dict[str, Any]:
+    return {"lines": {"malformed": malformed}, "findings": list(findings)}
+
+
+# the article's incident, as a lab would record it: A (no renewal) outlives its 1 s lease by 500 ms, B
+# (scheduler) acquires at 1100 and overlaps A by 400 ms; A's owner-checked release deletes nothing.
+ARTICLE = _truth(
+    {
+        "pod-a": [
+            _m("job_triggered", 0, trigger="stream", messageId="1-0"),
+            _m("lock_acquired", 10),
+            _m("job_started", 10),
+            _m("job_finished", 1510),
+            _m("lock_released", 1511, released=False),
+        ],
+        "pod-b": [
+            _m("job_triggered", 1090, trigger="scheduler"),
+            _m("lock_acquired", 1110),
+            _m("job_started", 1110),
+            _m("job_finished", 1800),
+            _m("lock_released", 1801, released=True),
+        ],
+        # C: the scheduler fired again while B ran; the lock turned it away
+        "pod-c": [_m("job_triggered", 1300, trigger="scheduler"), _m("lock_denied", 1301)],
+    },
+    renew=False,
+)
+
+RIGHT = [
+    _f("overlapping_executions", ["attempt-a", "attempt-b"], "error", durationMs=400.0),
+    _f("lease_outlived", ["attempt-a"], "error", durationMs=500.0),
+    _f("stale_release", ["attempt-a"]),
+    _f("second_attempt", ["attempt-a", "attempt-b"], durationMs=100.0, trigger="scheduler"),
+    _f("second_attempt", ["attempt-b", "attempt-c"], "info", trigger="scheduler"),
+    _f("lease_settings", ["attempt-a"]),
+]
+
+
+def _statuses(rs: RunScore) -> list[tuple[str, str]]:
+    return sorted((i.status, i.kind) for i in rs.items if i.status != "found")
+
+
+def test_the_truth_expects_what_happened() -> None:
+    got = {(e.kind, e.eids): e for e in expectations(ARTICLE)}
+    assert set(got) == {
+        ("overlapping_executions", ("attempt-a", "attempt-b")),
+        ("lease_outlived", ("attempt-a",)),
+        ("stale_release", ("attempt-a",)),
+        ("second_attempt", ("attempt-b",)),
+    }
+    assert got["overlapping_executions", ("attempt-a", "attempt-b")].figure == 400
+    assert got["lease_outlived", ("attempt-a",)].figure == 500
+    assert got["second_attempt", ("attempt-b",)].trigger == "scheduler"
+
+
+def test_a_right_finding_list_scores_clean() -> None:
+    rs = score(ARTICLE, _doc(*RIGHT))
+    assert not rs.failed, rs.items
+    assert sorted(i.kind for i in rs.items if i.status == "found") == [
+        "lease_outlived",
+        "overlapping_executions",
+        "second_attempt",
+        "stale_release",
+    ]
+    assert _statuses(rs) == [("tolerated", "lease_settings"), ("tolerated", "second_attempt")]
+
+
+def test_a_missing_finding_is_a_miss() -> None:
+    rs = score(ARTICLE, _doc(*RIGHT[1:]))
+    assert rs.failed
+    assert ("missed", "overlapping_executions") in _statuses(rs)
+
+
+def test_a_figure_beyond_tolerance_is_a_figure_error() -> None:
+    assert tolerance(ARTICLE) == 50
+    near = copy.deepcopy(RIGHT)
+    near[0]["durationMs"] = 440.0
+    assert not score(ARTICLE, _doc(*near)).failed
+    far = copy.deepcopy(RIGHT)
+    far[0]["durationMs"] = 460.0
+    assert _statuses(score(ARTICLE, _doc(*far)))[0] == ("figure_error", "overlapping_executions")
+    # clock offsets in play widen it: 50 ms + twice the largest
+    skewed = {**ARTICLE, "offsets": {"pod-a": 20, "pod-b": -5, "pod-c": 0}}
+    assert tolerance(skewed) == 90
+    assert not score(skewed, _doc(*far)).failed
+
+
+def test_a_wrong_trigger_is_a_figure_error() -> None:
+    wrong = copy.deepcopy(RIGHT)
+    wrong[3]["trigger"] = "unknown"
+    assert ("figure_error", "second_attempt") in _statuses(score(ARTICLE, _doc(*wrong)))
+
+
+@pytest.mark.parametrize(
+    ("finding", "why"),
+    [
+        # the denied attempt never ran: no overlap, no zombie, no crash with it
+        (
+            _f("overlapping_executions", ["attempt-b", "attempt-c"], "error", durationMs=200.0),
+            "not justified",
+        ),
+        (_f("lease_outlived", ["attempt-c"], "error", durationMs=10.0), "not justified"),
+        (_f("crash_takeover", ["attempt-c", "attempt-b"]), "not justified"),
+        # a turned-away trigger at warning (info is tolerated)
+        (_f("second_attempt", ["attempt-b", "attempt-c"], "warning"), "not justified"),
+        # nothing starved B's renewals (it has none and was never hit by a fault)
+        (_f("renewal_gap", ["attempt-b"]), "not justified"),
+        (_f("concurrent_leases", ["attempt-a", "attempt-b"], "error", durationMs=400.0), "not justified"),
+    ],
+)
+def test_an_unjustified_finding_is_false(finding: dict[str, Any], why: str) -> None:
+    others = [
+        f for f in RIGHT if (f["kind"], f["executionIds"]) != (finding["kind"], finding["executionIds"])
+    ]
+    rs = score(ARTICLE, _doc(*others, finding))
+    assert rs.failed
+    falses = [i for i in rs.items if i.status == "false"]
+    assert [(i.kind, why in i.why) for i in falses] == [(finding["kind"], True)]
+
+
+def test_always_wrong() -> None:
+    # uncertain at error, even when it is the expected finding
+    unsure = copy.deepcopy(RIGHT)
+    unsure[0]["certainty"] = "uncertain"
+    whys = [i.why for i in score(ARTICLE, _doc(*unsure)).items if i.status == "false"]
+    assert any("uncertain at error" in w for w in whys)
+    # uncertain about a 400 ms overlap, more than max-skew (250 ms) + offsets (0)
+    assert any("beyond max-skew" in w for w in whys)
+    # two identical findings
+    twice = score(ARTICLE, _doc(*RIGHT, RIGHT[2]))
+    assert [i.why for i in twice.items if i.status == "false"] == ["two identical findings: ..."]
+    thrice = score(ARTICLE, _doc(*RIGHT, RIGHT[2], RIGHT[2]))
+    assert len([i for i in thrice.items if i.status == "false"]) == 2
+    # one finding wrong for several reasons counts once
+    both = copy.deepcopy(RIGHT[1])
+    both.update(certainty="uncertain", durationMs=-5.0)
+    once = [
+        i
+        for i in score(ARTICLE, _doc(*RIGHT, {**both, "executionIds": ["attempt-b"]})).items
+        if i.status == "false"
+    ]
+    assert len(once) == 1
+    assert all(w in once[0].why for w in ("not justified", "uncertain at error", "negative"))
+    # a negative duration, as a figure or in a message
+    neg = copy.deepcopy(RIGHT)
+    neg[4]["durationMs"] = -25.0
+    assert any("negative" in i.why for i in score(ARTICLE, _doc(*neg)).items if i.status == "false")
+    neg = copy.deepcopy(RIGHT)
+    neg[5]["message"] = "renewal spacing median -600ms, longest -600ms"
+    assert any("negative" in i.why for i in score(ARTICLE, _doc(*neg)).items if i.status == "false")
+    # and not a job id's hyphen
+    ok = copy.deepcopy(RIGHT)
+    ok[5]["message"] = "report-42 ran 5s in job report-0030001 at 10:44:33.723"
+    assert not score(ARTICLE, _doc(*ok)).failed
+    # a well-formed line counted malformed
+    assert ("false", "malformed_lines") in _statuses(score(ARTICLE, _doc(*RIGHT, malformed=2)))
+
+
+# a fleet where nothing went wrong: A renews every 300 ms and finishes; B (a duplicate publish) is denied
+CLEAN = _truth(
+    {
+        "pod-a": [
+            _m("job_triggered", 0, trigger="stream", messageId="1-0"),
+            _m("lock_acquired", 5),
+            _m("job_started", 5),
+            *[_m("lease_renewal", 5 + 300 * k, renewalOutcome="success") for k in (1, 2, 3, 4)],
+            _m("completion", 1400, outcome="accepted"),
+            _m("job_finished", 1400),
+            _m("lock_released", 1401, released=True),
+        ],
+        "pod-b": [_m("job_triggered", 500, trigger="stream", messageId="2-0"), _m("lock_denied", 502)],
+    },
+    paths={"pod-b": "duplicate_publish"},
+    effects=["attempt-a"],
+)
+
+
+def test_a_clean_fleet_tolerates_no_warning() -> None:
+    assert expectations(CLEAN) == []
+    assert not score(CLEAN, _doc(_f("second_attempt", ["attempt-a", "attempt-b"], "info"))).failed
+    for kind in ("renewal_gap", "second_attempt", "renewal_failed", "stop_unconfirmed"):
+        assert score(CLEAN, _doc(_f(kind, ["attempt-a"]))).failed, kind
+
+
+def test_plausible_findings_are_tolerated() -> None:
+    # A paused for 600 ms: a renewal gap on A is plausible, not on B
+    paused = _truth(
+        CLEAN["moments"], faults=[{"kind": "pause", "role": "A", "startMono": 400, "endMono": 1000}]
+    )
+    assert not score(paused, _doc(_f("renewal_gap", ["attempt-a"]))).failed
+    # a true spacing above 1.5 x the interval (a starved renewal thread) makes it plausible too
+    starved = copy.deepcopy(CLEAN)
+    starved["moments"]["pod-a"] = [m for m in starved["moments"]["pod-a"] if m["monoMs"] != 605]
+    assert not score(starved, _doc(_f("renewal_gap", ["attempt-a"]))).failed
+    # uncertain, below error, within max-skew + offsets: the logs cannot order it
+    unsure = _f(
+        "overlapping_executions",
+        ["attempt-a", "attempt-b"],
+        "warning",
+        certainty="uncertain",
+        durationMs=30.0,
+    )
+    assert not score(CLEAN, _doc(unsure)).failed
+
+
+def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:
+    ignored = _truth(
+        {
+            "pod-a": [
+                _m("lock_acquired", 0),
+                _m("job_started", 0),
+                _m("lease_renewal", 300, renewalOutcome="timeout"),
+                _m("job_stop_requested", 301),
+                _m("job_finished", 900),
+                _m("lock_released", 901, released=True),
+            ]
+        }
+    )
+    kinds = {e.kind for e in expectations(ignored)}
+    assert kinds == {"renewal_failed", "stop_not_honoured"}
+    base = _f("renewal_failed", ["attempt-a"])
+    assert ("missed", "stop_not_honoured") in _statuses(score(ignored, _doc(base)))
+    # stop_delayed alone does not report it (it is tolerated, and the miss stays)
+    st = _statuses(score(ignored, _doc(base, _f("stop_delayed", ["attempt-a"]))))
+    assert ("missed", "stop_not_honoured") in st and ("tolerated", "stop_delayed") in st
+    assert not score(ignored, _doc(base, _f("stop_unconfirmed", ["attempt-a"]))).failed
+
+
+def test_a_crash_taken_over_is_expected_with_its_takeover_figure() -> None:
+    crashed = _truth(
+        {
+            "pod-a": [
+                _m("job_triggered", 0, trigger="stream", messageId="1-0"),
+                _m("lock_acquired", 0),
+                _m("job_started", 0),
+                _m("lease_renewal", 300, renewalOutcome="success"),
+            ],
+            "pod-b": [
+                _m("job_triggered", 1310, trigger="stream", messageId="1-0"),
+                _m("lock_acquired", 1320),
+            ],
+        },
+        paths={"pod-b": "redelivery"},
+        faults=[{"kind": "crash", "role": "A", "startMono": 450, "endMono": 450}],
+    )
+    got = {e.kind: e for e in expectations(crashed)}
+    assert set(got) == {"crash_takeover", "second_attempt"}
+    assert got["crash_takeover"].figure == 20  # lease from the 300 ms renewal: expired at 1300
+    assert got["second_attempt"].trigger == "redelivery"
+
+
+def test_differences_between_shapes() -> None:
+    ref = signature(_doc(*RIGHT), "report-1")
+    assert differences(ref, ref, 50) == []
+    other = copy.deepcopy(RIGHT)
+    other[0]["durationMs"] = 520.0
+    other.append(RIGHT[2])
+    diffs = differences(ref, signature(_doc(*other), "report-1"), 50)
+    assert len(diffs) == 2
+    assert "stale_release attempt-a: 1 in flat, 2 here" in diffs
+
+
+def test_draws_are_reproducible_and_cover_the_space() -> None:
+    plans = [draw(5, i) for i in range(300)]
+    assert draw(5, 17) == plans[17]
+    assert plan_from_dict(__import__("dataclasses").asdict(plans[3])) == plans[3]
+    assert {p.fault for p in plans} == set(FAULTS)
+    assert {q.path for p in plans for q in p.pods[1:]} == set(PATHS)
+    assert {p.shape for p in plans} == set(shapes.SHAPES)
+    assert {len(p.pods) for p in plans} == {2, 3, 4, 5}
+    assert {p.completion for p in plans} == {"fenced", "idempotent", "plain", "none"}
+    assert any(p.renew for p in plans) and not all(p.renew for p in plans)
+    for p in plans:
+        assert 1000 <= p.lease_ms <= 3000
+        assert p.renewal_ms + p.op_timeout_ms < p.lease_ms - p.margin_ms
+
+
+# -- a real campaign -----------------------------------------------------------------------------------
+
+CI_SEED = 12
+CI_RUNS = 12
+
+
+@pytest.fixture(scope="module")
+def ci_campaign(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian package `redis-server`)")
+    out = tmp_path_factory.mktemp("lab")
+    return run_campaign(CI_RUNS, CI_SEED, out, keep=True, jobs=2), out
+
+
+@pytest.mark.redis
+def test_the_campaign_runs_and_keeps_what_it_scored(ci_campaign: Any) -> None:
+    camp, out = ci_campaign
+    assert not camp.errors
+    assert len(camp.results) == CI_RUNS
+    for r in camp.results:
+        folder = out / r.plan.name
+        assert (folder / "truth.json").is_file() and (folder / "leaselog.json").is_file()
+        assert sorted(p.name for p in folder.glob("pod-*.jsonl")) == [f"{p.pod}.jsonl" for p in r.plan.pods]
+        assert any((folder / r.plan.shape).iterdir())
+    # the truth saw real faults: at least one run lost a lease or crashed, one had a second execution
+    kinds = {i.kind for r in camp.results for i in r.score.items if i.status in ("found", "missed")}
+    assert "second_attempt" in kinds
+    assert {"lease_outlived", "crash_takeover", "renewal_failed"} & kinds
+    table = {row["kind"]: row for row in camp.table()}
+    assert table["second_attempt"]["expected"] >= 1
+
+
+@pytest.mark.redis
+@pytest.mark.xfail(
+    strict=False,
+    reason="the checks' false alarms are being fixed on another branch: today the campaign scores false "
+    "overlapping_executions / second_attempt (denied attempts taken as executions), concurrent_leases "
+    "uncertain at error, negative second_attempt durations, wrong second_attempt trigger, loki/otlp/gelf "
+    "shape differences",
+)
+def test_the_campaign_has_no_miss_no_false_finding_no_figure_error(ci_campaign: Any) -> None:
+    camp, _out = ci_campaign
+    bad = {
+        r.plan.name: [
+            f"{i.status} {i.kind}: {i.why[:120]}"
+            for i in r.score.items
+            if i.status in ("missed", "false", "figure_error")
+        ]
+        + [f"shape {s}" for s in r.shape_diffs]
+        for r in camp.results
+        if r.failed
+    }
+    assert bad == {}
+
+
+@pytest.mark.redis
+def test_replay_scores_a_kept_run_again(ci_campaign: Any) -> None:
+    camp, out = ci_campaign
+    r = camp.results[0]
+    rc = main(["reproduce", "replay", str(out / r.plan.name), "--no-diff", "-q"])
+    assert rc == (1 if r.score.failed else 0)
+    assert main(["reproduce", "replay", str(out), "-q"]) == 2  # no truth.json there
