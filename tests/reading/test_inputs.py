@@ -309,3 +309,26 @@ def test_the_line_cap_is_a_setting_with_a_floor() -> None:
     assert Settings().max_line_bytes == 16 * 1024 * 1024
     with pytest.raises(ValueError):
         Settings(max_line_bytes=10)
+
+
+def test_lab_run_in_gelf_with_the_app_name_in_host_keeps_its_pods_apart(tmp_path: Path) -> None:
+    """Issue 12 item 4, from a kept lab run (tests/fixtures/lab/gelf-app-host): Spring Boot's GELF output
+    with `host` = the application name in both pods' files gives the findings of the run's flat logs."""
+    from leaselog.reproduce import shapes
+
+    run = ROOT / "tests" / "fixtures" / "lab" / "gelf-app-host"
+    pods = {
+        p.stem: [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
+        for p in sorted(run.glob("pod-*.jsonl"))
+    }
+    for name in ("gelf-app-host", "flat"):
+        (tmp_path / name).mkdir()
+        for f, content in shapes.render(name, pods).items():
+            (tmp_path / name / f).write_text(content)
+    gelf = leaselog.analyze(tmp_path / "gelf-app-host")
+    flat = leaselog.analyze(tmp_path / "flat")
+    assert set(gelf.events["pod"].unique().to_list()) == set(pods) == {"pod-a", "pod-b"}
+    assert {r.pod_source for r in gelf.input_reports} == {"file name"}
+    assert [(f.kind, f.execution_ids, tuple(sorted(f.pods)), f.certainty) for f in gelf.finding_list] == [
+        (f.kind, f.execution_ids, tuple(sorted(f.pods)), f.certainty) for f in flat.finding_list
+    ]
