@@ -14,6 +14,7 @@ from typing import IO
 import polars as pl
 
 from leaselog.events import FieldMapper, normalise_event_name
+from leaselog.reading.formats import CONTINUATION_RE
 from leaselog.reading.report import RAW_SCHEMA, Stream
 from leaselog.reading.streams import disk_position, read_some
 
@@ -365,3 +366,31 @@ def _common_prefix(words: list[str]) -> str:
 def _normalised(name: pl.Expr) -> pl.Expr:
     """events.normalise_event_name as an expression."""
     return name.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_")
+
+
+def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> bool:
+    """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
+
+    The per-line path attaches such text to the event's message, so such a block goes line by line.
+    `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates).
+    """
+    cont = pl.concat(
+        [
+            kinds.filter(pl.col("kind") == "continuation")["line"],
+            # candidates that are not plainly an object are few: the regex only runs on those
+            flagged.filter(pl.col("candidate") & ~pl.col("object")).filter(
+                pl.col("l").str.contains(CONTINUATION_RE)
+            )["line"],
+        ]
+    ).sort()
+    if cont.is_empty():
+        return False
+    starts = cont.filter(~(cont - 1).is_in(cont.implode()))
+    anchors = starts - 1
+    if ((anchors < first) & (anchors >= 1)).any():  # the line before the block (not before line 1)
+        return True
+    # an event line above the run: a candidate, or a line of another shape (a console line)
+    cand = pl.concat(
+        [flagged.filter(pl.col("candidate"))["line"], kinds.filter(pl.col("kind") == "junk")["line"]]
+    )
+    return bool(anchors.is_in(cand.implode()).any())

@@ -94,3 +94,10 @@ def _drop_duplicates(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
         rep.ignored += n
         rep.duplicates += n
     return raw.with_row_index("row").filter(~pl.col("row").is_in(repeat["row"].implode())).drop("row")
+
+
+def note_pod_sources(st: Stream, frame: pl.DataFrame) -> None:
+    """Note where the frame's pods came from (the field, or "" for the file name), a few values each."""
+    for key, pods in frame.group_by("pod_key").agg(pl.col("pod").unique().head(64)).iter_rows():
+        values = st.pod_values.setdefault(key, set())
+        values.update(p for p in pods[: max(0, 64 - len(values))] if p is not None)

@@ -5,6 +5,13 @@ lease events, not the input size. Lines that cannot hold a lease event (none of 
 occurs in them) are only checked for shape, not parsed: that is what keeps the unrelated 80% of a
 fleet's log cheap.
 
+A file's shape is a first guess made from its first lines (blank lines, the Spring banner and JVM noise
+skipped); every line that does not fit it is noise (ignored), a stack-trace continuation (attached to the
+event above), or read in its own shape (`formats.line_format`). Nothing a line's neighbours are changes
+how it is read, and a file's result does not depend on its length. After every input is read,
+`identity.post_process` settles pods (a shared GELF host gives way to file names) and drops a shipper's
+exact repeats of a line.
+
 Two paths read the same lines the same way:
 
 - the **columnar path**, for JSON shapes whose record is the line's own object (flat, ECS, Logstash):
@@ -17,7 +24,9 @@ Two paths read the same lines the same way:
   block k (polars releases the GIL);
 - the **per-line path** (orjson, `Format.parse`, `FieldMapper.extract`) for every other shape, for
   message rules, and as the fallback for any line the columnar path cannot vouch for: nested objects,
-  lines that do not decode, invalid UTF-8. A block that fails columnar reading is re-read line by line,
+  lines that do not decode, invalid UTF-8, lines of another shape (a banner, a console line, a BOM),
+  lines that write a field name twice (last wins, as orjson decides; polars would take the first),
+  lines longer than `max_line_bytes`. A block that fails columnar reading is re-read line by line,
   so a malformed line is always located by file:line.
 """
 
@@ -35,7 +44,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
 import polars as pl
 
 from leaselog.events import RAW_COLUMNS, FieldMapper
@@ -46,6 +54,7 @@ from leaselog.reading.columnar import (
     Split,
     block_lines,
     chunk_lines,
+    continues_event,
     cut_blocks,
     owned_lines,
 )
@@ -57,13 +66,14 @@ from leaselog.reading.formats import (
     Format,
     Malformed,
     detect_format,
+    fields_json,
     is_noise,
     line_format,
     looks_like_continuation,
     pod_from_path,
 )
 from leaselog.reading.formats.json_shapes import parse_flat
-from leaselog.reading.identity import post_process
+from leaselog.reading.identity import note_pod_sources, post_process
 from leaselog.reading.report import RAW_SCHEMA, InputReport, Stream
 from leaselog.reading.sources import Source
 from leaselog.reading.streams import (
@@ -392,7 +402,7 @@ class Reader:
             raw["file"][-1] = report.path
             raw["line"][-1] = line_no
             raw["file_index"][-1] = st.index
-            raw["fields"][-1] = _fields_json(rec) if self.keep_fields else None
+            raw["fields"][-1] = fields_json(rec) if self.keep_fields else None
             if text is None:
                 text = line.decode("utf-8", "replace")
             self.line_text.append(text)
@@ -573,7 +583,7 @@ class Reader:
             )
         else:
             kinds = pl.DataFrame(schema={"line": pl.Int64, "kind": pl.String})
-        if self._continues_event(kinds, flagged, first):
+        if continues_event(kinds, flagged, first):
             return None
         # lines of no JSON shape (a banner, a console line, a BOM, an over-long line): each is read
         # on its own, as the per-line path would
@@ -597,7 +607,7 @@ class Reader:
             else:
                 frame, unmapped, no_event = decoded
                 if frame.height:
-                    self._pod_sources(st, frame)
+                    note_pod_sources(st, frame)
                     self.frames.append(frame.drop("pod_key"))
                 report.used += frame.height
                 report.events += frame.height
@@ -610,59 +620,9 @@ class Reader:
         report.ignored += n - (report.used + report.ignored + report.malformed - start)
         return n
 
-    @staticmethod
-    def _pod_sources(st: Stream, frame: pl.DataFrame) -> None:
-        """Note where the frame's pods came from (the field, or "" for the file name), a few values each."""
-        for key, pods in frame.group_by("pod_key").agg(pl.col("pod").unique().head(64)).iter_rows():
-            values = st.pod_values.setdefault(key, set())
-            values.update(p for p in pods[: max(0, 64 - len(values))] if p is not None)
-
-    @staticmethod
-    def _continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> bool:
-        """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
-
-        The per-line path attaches such text to the event's message, so such a block goes line by line.
-        `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates).
-        """
-        cont = pl.concat(
-            [
-                kinds.filter(pl.col("kind") == "continuation")["line"],
-                # candidates that are not plainly an object are few: the regex only runs on those
-                flagged.filter(pl.col("candidate") & ~pl.col("object")).filter(
-                    pl.col("l").str.contains(CONTINUATION_RE)
-                )["line"],
-            ]
-        ).sort()
-        if cont.is_empty():
-            return False
-        starts = cont.filter(~(cont - 1).is_in(cont.implode()))
-        anchors = starts - 1
-        if ((anchors < first) & (anchors >= 1)).any():  # the line before the block (not before line 1)
-            return True
-        # an event line above the run: a candidate, or a line of another shape (a console line)
-        cand = pl.concat(
-            [flagged.filter(pl.col("candidate"))["line"], kinds.filter(pl.col("kind") == "junk")["line"]]
-        )
-        return bool(anchors.is_in(cand.implode()).any())
-
 
 def _parse_or_none(fmt: Format, line: bytes) -> list[dict[str, Any]] | None:
     try:
         return fmt.parse(line)
     except (ValueError, TypeError, RecursionError):
         return None
-
-
-def _fields_json(rec: dict[str, Any]) -> str:
-    try:
-        return orjson.dumps(rec, default=str).decode()
-    except TypeError:
-        # a value nested deeper than orjson writes (255 levels; repr would recurse too): keep the rest
-        safe: dict[str, Any] = {}
-        for k, v in rec.items():
-            try:
-                orjson.dumps(v, default=str)
-                safe[k] = v
-            except TypeError:
-                safe[k] = "<value nested too deep>"
-        return orjson.dumps(safe, default=str).decode()

@@ -182,3 +182,18 @@ def decode(line: bytes) -> str:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Malformed("invalid UTF-8") from e
+
+
+def fields_json(rec: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(rec, default=str).decode()
+    except TypeError:
+        # a value nested deeper than orjson writes (255 levels; repr would recurse too): keep the rest
+        safe: dict[str, Any] = {}
+        for k, v in rec.items():
+            try:
+                orjson.dumps(v, default=str)
+                safe[k] = v
+            except TypeError:
+                safe[k] = "<value nested too deep>"
+        return orjson.dumps(safe, default=str).decode()
