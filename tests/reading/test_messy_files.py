@@ -387,3 +387,12 @@ def test_forced_format_reads_no_other_shape(tmp_path: Path) -> None:
     p.write_text(SPRING2 + '\n{"ts":"2026-11-02T10:00:00Z","jobId":"j","event":"job_started"}\n')
     r = _read(p, format="spring-console")
     assert (r.inputs[0].used, r.inputs[0].malformed) == (1, 1)
+
+
+def test_inspect_shows_the_keys_of_lines_in_another_shape_than_the_first_guess() -> None:
+    from leaselog.reading.inspect import inspect_file
+
+    ins = inspect_file(DEMO / "terminal-a.log")
+    assert ins.format == "spring-console" and ins.report.used == 3
+    fills = {k.key: k.field for k in ins.keys}
+    assert fills["jobId"] == "job_id" and fills["elapsedMs"] == "elapsed_ms" and fills["thread"] is None

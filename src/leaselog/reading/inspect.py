@@ -14,7 +14,7 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events
-from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, sniff_votes
+from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, line_format, sniff_votes
 from leaselog.reading.reader import SNIFF_LINES, InputReport, Reader
 from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, Source
@@ -112,7 +112,9 @@ def _example(v: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def _keys(fmt: Format | None, lines: list[bytes], mapper: FieldMapper) -> list[KeySeen]:
+def _keys(
+    fmt: Format | None, lines: list[bytes], mapper: FieldMapper, *, forced: bool = False
+) -> list[KeySeen]:
     owner: dict[str, str] = {}
     for canon, names in mapper.aliases.items():
         for name in names:
@@ -127,7 +129,13 @@ def _keys(fmt: Format | None, lines: list[bytes], mapper: FieldMapper) -> list[K
             try:
                 records = fmt.parse(line)
             except (ValueError, TypeError, RecursionError):  # Malformed is a ValueError
-                continue
+                own = None if forced else line_format(line)  # a line of another shape, as the reader does
+                if own is None:
+                    continue
+                try:
+                    records = own.parse(line)
+                except (ValueError, TypeError, RecursionError):
+                    continue
             for rec in records:
                 present_sets.append(set(rec))
                 for k, v in rec.items():
@@ -175,7 +183,7 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
         forced=s.format is not None,
         votes={k: v for k, v in votes.items() if v},
         report=report,
-        keys=_keys(fmt, head, mapper),
+        keys=_keys(fmt, head, mapper, forced=s.format is not None),
         events=ev.head(events).select(EVENT_COLUMNS),
         event_count=ev.height,
         malformed=sorted(malformed)[:20],
