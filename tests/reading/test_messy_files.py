@@ -65,6 +65,7 @@ def test_two_terminal_capture_gives_the_demo_findings_with_all_six_lines() -> No
         assert r.format == "spring-console"
         assert (r.used, r.malformed) == (3, 0)
         assert r.ignored == r.lines - 3
+        assert r.other_shapes == {"logfmt": 3}  # the printf lines: said under the Inputs table
     assert a.events.height == 6
     kinds = {f.kind: f for f in a.finding_list}
     assert {"lease_outlived", "stale_release", "overlapping_executions"} <= set(kinds)

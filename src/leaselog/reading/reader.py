@@ -346,6 +346,7 @@ class Reader:
             if own is not None and own is not fmt:
                 try:
                     records = own.parse(line)
+                    report.other_shapes[own.name] += 1
                 except (ValueError, TypeError, RecursionError) as e:
                     error = e
             if records is None:
@@ -356,6 +357,7 @@ class Reader:
             if own is None or own is fmt or not self._keep(st, line_no, line, _parse_or_none(own, line)):
                 report.ignored += 1
                 return
+            report.other_shapes[own.name] += 1
         report.used += 1
 
     def _why(self, fmt: Format | None, line: bytes, error: BaseException | None) -> str:
@@ -428,8 +430,9 @@ class Reader:
             st.report.ignored += 1
         elif looks_like_continuation(line):
             self._continuation(st.report, st.index, line_no, line)
-        elif not self.forced_format and line_format(line) is not None:  # a valid line of another shape
+        elif not self.forced_format and (own := line_format(line)) is not None:  # a line of another shape
             st.report.ignored += 1
+            st.report.other_shapes[own.name] += 1
         else:
             self._bad(st.report, line_no, NO_SHAPE if fmt is None else fmt.shape_error(line) or NO_SHAPE)
 

@@ -39,6 +39,8 @@ class InputReport:
     duplicates: int = 0  # lines dropped as exact repeats of an earlier line of the file (counted ignored)
     skipped: str | None = None  # why a file named by a folder was not read (nothing else is then set)
     same_as: str | None = None  # the input this one is the same file as (read once, there)
+    # lines read in another shape than `format` (the file's first guess): shape -> lines
+    other_shapes: Counter[str] = field(default_factory=Counter)
 
     def notes(self) -> list[str]:
         """What the Inputs table says under a file, beyond its counts."""
@@ -49,6 +51,9 @@ class InputReport:
             out.append(f"skipped: {self.skipped}")
         if self.same_as:
             out.append(f"the same file as {self.same_as}: read once")
+        if self.other_shapes:
+            shapes = ", ".join(f"{k} ({v})" for k, v in self.other_shapes.most_common())
+            out.append(f"also lines of another shape than {self.format}: {shapes}")
         if self.duplicates:
             out.append(
                 f"{self.duplicates} exact duplicate line(s) dropped (a shipper's retry), counted ignored"
@@ -73,6 +78,7 @@ class InputReport:
             duplicates=d.get("duplicates", 0),
             skipped=d.get("skipped"),
             same_as=d.get("same_as"),
+            other_shapes=Counter(d.get("other_shapes") or {}),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -91,6 +97,7 @@ class InputReport:
             "duplicates": self.duplicates,
             **({"skipped": self.skipped} if self.skipped else {}),
             **({"same_as": self.same_as} if self.same_as else {}),
+            **({"other_shapes": dict(self.other_shapes)} if self.other_shapes else {}),
         }
 
 
