@@ -368,11 +368,12 @@ def _normalised(name: pl.Expr) -> pl.Expr:
     return name.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_")
 
 
-def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> bool:
+def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int, needles: str) -> bool:
     """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
 
     The per-line path attaches such text to the event's message, so such a block goes line by line.
-    `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates).
+    `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates);
+    `needles` is a regex of the job-id names as written outside JSON.
     """
     cont = pl.concat(
         [
@@ -389,8 +390,9 @@ def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> b
     anchors = starts - 1
     if ((anchors < first) & (anchors >= 1)).any():  # the line before the block (not before line 1)
         return True
-    # an event line above the run: a candidate, or a line of another shape (a console line)
-    cand = pl.concat(
-        [flagged.filter(pl.col("candidate"))["line"], kinds.filter(pl.col("kind") == "junk")["line"]]
-    )
+    # an event line above the run: a candidate, or a line of another shape with a job-id name in it (a
+    # console line; not a banner line, which holds none)
+    junk = kinds.filter(pl.col("kind") == "junk")["line"]
+    other = flagged.filter(pl.col("line").is_in(junk.implode()) & pl.col("l").str.contains(needles))["line"]
+    cand = pl.concat([flagged.filter(pl.col("candidate"))["line"], other])
     return bool(anchors.is_in(cand.implode()).any())

@@ -52,6 +52,7 @@ from leaselog.reading.columnar import (
     ColumnarDecoder,
     Cut,
     Split,
+    any_literal,
     block_lines,
     chunk_lines,
     continues_event,
@@ -159,6 +160,8 @@ class Reader:
         self._disk = 0  # bytes of the current file on disk already reported to `progress`
         self._streams: list[Stream] = []
         self._pod_keys = mapper.aliases["pod"]
+        # the job-id names as any text holds them (a console line's `jobId=`): a regex for polars
+        self._bare_needles = any_literal([n.decode() for n in mapper.needles or (b"jobId",)])
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
@@ -586,7 +589,7 @@ class Reader:
             )
         else:
             kinds = pl.DataFrame(schema={"line": pl.Int64, "kind": pl.String})
-        if continues_event(kinds, flagged, first):
+        if continues_event(kinds, flagged, first, self._bare_needles):
             return None
         # lines of no JSON shape (a banner, a console line, a BOM, an over-long line): each is read
         # on its own, as the per-line path would
