@@ -397,3 +397,23 @@ def test_inspect_shows_the_keys_of_lines_in_another_shape_than_the_first_guess()
     assert ins.format == "spring-console" and ins.report.used == 3
     fills = {k.key: k.field for k in ins.keys}
     assert fills["jobId"] == "job_id" and fills["elapsedMs"] == "elapsed_ms" and fills["thread"] is None
+
+
+def test_a_head_leaves_a_uniform_json_file_on_the_columnar_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the head's lines are read one by one: the rest of the file is decoded in bulk."""
+    per_line: list[int] = []
+    take = Reader._take_line
+
+    def spy(self: Reader, st: Any, line_no: int, line: bytes) -> None:
+        per_line.append(line_no)
+        take(self, st, line_no, line)
+
+    monkeypatch.setattr(Reader, "_take_line", spy)
+    p = tmp_path / "pod-a.jsonl"
+    head = [*SPRING_BANNER, *JVM]
+    p.write_text("\n".join([*head, *_long_json()]) + "\n")
+    r = _read(p)
+    assert r.inputs[0].used == 5
+    assert per_line and max(per_line) <= len(head)
