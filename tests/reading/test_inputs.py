@@ -100,11 +100,22 @@ def test_folders_read_rotated_names_and_say_what_was_skipped(tmp_path: Path) -> 
         gzip.compress(line.replace("report-42", "r4").encode())
     )
     (d / "worker").write_text(line.replace("report-42", "r5"))  # no extension, text
+    (d / "worker.log.2026-11-01.3.gz").write_bytes(gzip.compress(line.replace("report-42", "r6").encode()))
+    (d / "app.2026-11-01.log").write_text(line.replace("report-42", "r7"))
     (d / "core").write_bytes(b"\x7fELF\x00\x01" * 100)  # no extension, binary
     (d / "screenshot.png").write_bytes(b"\x89PNG")
     (d / ".hidden.log").write_text(line)
     a = leaselog.analyze(d)
-    assert set(a.events["job_id"].unique().to_list()) == {"report-42", "r1", "r2", "r3", "r4", "r5"}
+    assert set(a.events["job_id"].unique().to_list()) == {
+        "report-42",
+        "r1",
+        "r2",
+        "r3",
+        "r4",
+        "r5",
+        "r6",
+        "r7",
+    }
     skipped = {Path(r.path).name: r.skipped for r in a.input_reports if r.skipped}
     assert skipped == {
         "core": "no extension and not text",
@@ -112,7 +123,7 @@ def test_folders_read_rotated_names_and_say_what_was_skipped(tmp_path: Path) -> 
         ".hidden.log": "hidden file",
     }
     assert all(r.lines == 0 for r in a.input_reports if r.skipped)
-    assert len(rows) * 6 == a.line_totals()["total"]
+    assert len(rows) * 8 == a.line_totals()["total"]
 
 
 def test_skipped_files_are_named_in_the_terminal(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:

@@ -45,7 +45,10 @@ def _log_name(name: str) -> bool:
     name = name.lower()
     if name.endswith(".gz"):
         name = name[:-3]
-    name = _ROTATION.sub("", name)
+    for _ in range(3):  # `worker.log.2026-11-02.1`: a date and a counter
+        if name.endswith(LOG_SUFFIXES):
+            return True
+        name = _ROTATION.sub("", name)
     return name.endswith(LOG_SUFFIXES)
 
 
