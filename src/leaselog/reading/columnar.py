@@ -178,7 +178,14 @@ class ColumnarDecoder:
         # multi-needle one, which then only runs on the few lines that have it
         prefix = _common_prefix(self.needles)
         self.prefix: str | None = prefix if len(prefix) >= 3 else None
-        self._needles_regex = any_literal(self.needles)
+        # ... and as a JSON string inside a string (`{"log":"{\\"jobId\\":..}"}`, a wrapper's line in a file
+        # of another shape): such lines are candidates too, read one by one in their own shape
+        escaped = [n.replace('"', '\\"') for n in self.needles]
+        self._needles_regex = any_literal([*self.needles, *escaped])
+        bare = [n.decode() for n in mapper.needles or ()] or [k.split(".", 1)[0] for k in job_keys]
+        self._bare_regex = any_literal(bare)
+        bare_prefix = _common_prefix(bare)
+        self.bare_prefix: str | None = bare_prefix if len(bare_prefix) >= 3 else None
         self._quoted_keys = [f'"{k}"' for k in self.keys]
         # field names seen so far: the decode schema grows when a block shows a new one (a narrow
         # schema decodes faster than all ~120 spellings)
@@ -186,10 +193,16 @@ class ColumnarDecoder:
         self._unseen_regex: tuple[list[str], str] = ([], "")  # `learn`'s search, rebuilt when `known` grows
 
     def prefilter(self, line: pl.Expr) -> pl.Expr:
-        """A cheap test every candidate line passes (the needles' literal common prefix, if any)."""
-        if self.prefix is not None:
-            return line.str.contains(self.prefix, literal=True)
-        return self.candidate(line)
+        """A cheap test every line holding a job-id name passes, written as a key or not (the bare names'
+        literal common prefix, if any)."""
+        if self.bare_prefix is not None:
+            return line.str.contains(self.bare_prefix, literal=True)
+        return self.bare(line)
+
+    def bare(self, line: pl.Expr) -> pl.Expr:
+        """A job-id name occurs, as a key or not (`"_jobId"` in GELF, `jobId=` in a message): the per-line
+        path's own test (FieldMapper.needles). A line that has one but is no candidate is read one by one."""
+        return line.str.contains(self._bare_regex)
 
     def candidate(self, line: pl.Expr) -> pl.Expr:
         """The exact test: one of the needles occurs. A regex of the needles as literals: the same test
@@ -368,12 +381,11 @@ def _normalised(name: pl.Expr) -> pl.Expr:
     return name.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_")
 
 
-def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int, needles: str) -> bool:
+def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> bool:
     """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
 
     The per-line path attaches such text to the event's message, so such a block goes line by line.
-    `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates);
-    `needles` is a regex of the job-id names as written outside JSON.
+    `flagged` holds every line with a job-id name (the lines it leaves out are plain objects without one).
     """
     cont = pl.concat(
         [
@@ -390,9 +402,7 @@ def continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int, need
     anchors = starts - 1
     if ((anchors < first) & (anchors >= 1)).any():  # the line before the block (not before line 1)
         return True
-    # an event line above the run: a candidate, or a line of another shape with a job-id name in it (a
-    # console line; not a banner line, which holds none)
-    junk = kinds.filter(pl.col("kind") == "junk")["line"]
-    other = flagged.filter(pl.col("line").is_in(junk.implode()) & pl.col("l").str.contains(needles))["line"]
-    cand = pl.concat([flagged.filter(pl.col("candidate"))["line"], other])
+    # an event line above the run: a line with a job-id name, as a key or not (a console line, GELF's
+    # `_jobId`; not a banner line, which holds none)
+    cand = flagged.filter(pl.col("candidate") | pl.col("bare"))["line"]
     return bool(anchors.is_in(cand.implode()).any())

@@ -52,7 +52,6 @@ from leaselog.reading.columnar import (
     ColumnarDecoder,
     Cut,
     Split,
-    any_literal,
     block_lines,
     chunk_lines,
     continues_event,
@@ -160,8 +159,6 @@ class Reader:
         self._disk = 0  # bytes of the current file on disk already reported to `progress`
         self._streams: list[Stream] = []
         self._pod_keys = mapper.aliases["pod"]
-        # the job-id names as any text holds them (a console line's `jobId=`): a regex for polars
-        self._bare_needles = any_literal([n.decode() for n in mapper.needles or (b"jobId",)])
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
@@ -541,6 +538,7 @@ class Reader:
             .filter(keep.fill_null(True))  # null: an empty line
             .with_columns(
                 decoder.candidate(line).fill_null(False).alias("candidate"),
+                decoder.bare(line).fill_null(False).alias("bare"),
                 plain_object.fill_null(False).alias("object"),
                 odd.fill_null(False).alias("nul"),
             )
@@ -589,12 +587,17 @@ class Reader:
             )
         else:
             kinds = pl.DataFrame(schema={"line": pl.Int64, "kind": pl.String})
-        if continues_event(kinds, flagged, first, self._bare_needles):
+        if continues_event(kinds, flagged, first):
             return None
         # lines of no JSON shape (a banner, a console line, a BOM, an over-long line): each is read
         # on its own, as the per-line path would
         odd_lines = kinds.filter(pl.col("kind").is_in(["nul", "junk"]))["line"]
-        per_line = flagged.filter(pl.col("line").is_in(odd_lines.implode()))
+        # ... and objects with a job-id name not written as a key (a GELF `_jobId`, a wrapper's escaped
+        # line): the per-line path reads them in their own shape
+        per_line = flagged.filter(
+            pl.col("line").is_in(odd_lines.implode())
+            | (pl.col("bare") & ~pl.col("candidate") & pl.col("object"))
+        )
         candidates = flagged.filter(pl.col("candidate") & ~pl.col("nul"))
         per_line = pl.concat([per_line, candidates.filter(~pl.col("simple"))])
         candidates = candidates.filter(pl.col("simple"))
