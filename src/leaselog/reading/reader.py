@@ -538,7 +538,6 @@ class Reader:
             .filter(keep.fill_null(True))  # null: an empty line
             .with_columns(
                 decoder.candidate(line).fill_null(False).alias("candidate"),
-                decoder.bare(line).fill_null(False).alias("bare"),
                 plain_object.fill_null(False).alias("object"),
                 odd.fill_null(False).alias("nul"),
             )
@@ -547,6 +546,12 @@ class Reader:
             .with_columns(
                 (pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple")
             )
+        )
+        # `bare`: a job-id name, as a key or not (every candidate; the test runs on the few others only)
+        others = flagged.filter(~pl.col("candidate"))
+        bare = others.filter(decoder.bare(line).fill_null(False))["line"]
+        flagged = flagged.with_columns(
+            (pl.col("candidate") | pl.col("line").is_in(bare.implode())).alias("bare")
         )
         # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
         # before, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
