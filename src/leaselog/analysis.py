@@ -15,6 +15,7 @@ from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
+from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
 from leaselog.schema import schema as documented_schema
@@ -243,7 +244,7 @@ def analyze(
     if isinstance(paths, str | Path):
         paths = [paths]
     sources, problems = expand_sources([str(p) for p in paths])
-    if not sources:
+    if not any(src.skipped is None for src in sources):  # nothing to read (same_as: read elsewhere)
         raise InputError("; ".join(problems) or "no input named")
     mapper = FieldMapper(s)
     read = Reader(mapper, forced_format=s.format, progress=progress, keep_fields=keep_fields).read(sources)
@@ -255,7 +256,8 @@ def analyze(
     del read
     built = build_events(raw, None, s)
     del raw
-    _account_rejected(inputs, malformed_rows, built.rejected, built.events)
+    if built.rejected.height:
+        account_rejected(built.rejected, built.events, inputs, malformed_rows)
     problems = [*problems, *built.notes]
     malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
     events = compact(built.events)
@@ -276,34 +278,6 @@ def analyze(
         problems=problems,
         local_time_files=dict(built_local),
     )
-
-
-def _account_rejected(
-    inputs: list[InputReport],
-    malformed_rows: list[tuple[str, int, str]],
-    rejected: pl.DataFrame,
-    kept: pl.DataFrame,
-) -> None:
-    """Move the lease events build_events rejected from used to malformed, a line at a time.
-
-    The reader counted each line once (used) whatever number of events it held (an OTLP line holds
-    several): a line turns malformed only when none of its events was kept; every rejected event is
-    located either way. Counts stay exact and never go negative.
-    """
-    if not rejected.height:
-        return
-    by_path = {r.path: r for r in inputs}
-    malformed_rows.extend(rejected.iter_rows())
-    lines = rejected.group_by("file", "line").len("n")
-    keys = ["file", "line"]
-    still_used = kept.select(keys).join(lines.select(keys), on=keys, how="semi").unique()
-    whole = lines.join(still_used, on=keys, how="anti")
-    for f, n in lines.group_by("file").agg(pl.col("n").sum()).iter_rows():
-        by_path[f].events -= n
-    for f, n in whole.group_by("file").len().iter_rows():
-        rep = by_path[f]
-        rep.used -= n  # counted as used by the reader; none of its events can be placed
-        rep.malformed += n
 
 
 def _signed_offsets(offsets: Mapping[str, Duration]) -> dict[str, float]:

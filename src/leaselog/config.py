@@ -150,6 +150,17 @@ class Settings(BaseModel):
     timezone: str = Field(
         "UTC", description="zone of timestamps written without one (IANA name, e.g. Europe/Berlin)"
     )
+    max_line_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="longest line read; a longer one is counted malformed and skipped (memory stays bounded)",
+    )
+    log_date: str | None = Field(
+        None,
+        pattern=r"^\d{4}-\d\d-\d\d$",
+        description="date of console lines that carry only a time of day (default: from the file name, "
+        "else its modification date)",
+    )
     fields: dict[str, list[str]] = Field(
         default_factory=dict, description="canonical field -> extra source field names"
     )

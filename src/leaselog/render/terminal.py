@@ -41,6 +41,7 @@ def _inputs(a: Analysis, console: Console) -> None:
         ("used", "right"),
         ("ignored", "right"),
         ("malformed", "right"),
+        ("pod from", "left"),
     ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     zones = a.local_time_files
@@ -55,6 +56,7 @@ def _inputs(a: Analysis, console: Console) -> None:
             str(r.used),
             str(r.ignored),
             bad,
+            Text(printable(r.pod_source or "")),
         ]
         t.add_row(*row, *([Text(zones.get(r.path, ""))] if zones else []))
     tot = a.line_totals()
@@ -66,6 +68,7 @@ def _inputs(a: Analysis, console: Console) -> None:
             str(tot["used"]),
             str(tot["ignored"]),
             str(tot["malformed"]),
+            "",
             *([""] if zones else []),
             style="bold",
         )
@@ -75,6 +78,8 @@ def _inputs(a: Analysis, console: Console) -> None:
     for r in a.input_reports:
         if r.error:
             console.print(Text(f"{printable(r.path)}: {printable(r.error)}", style="red"))
+        for note in r.notes():  # skipped, read once under another path, duplicate lines dropped
+            console.print(Text(f"{printable(r.path)}: {printable(note)}", style="yellow"))
         if r.unmapped_events:
             names = ", ".join(f"{printable(k)} ({v})" for k, v in r.unmapped_events.most_common(5))
             console.print(
