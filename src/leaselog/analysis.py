@@ -14,7 +14,7 @@ from leaselog.checks import CheckContext, run_checks
 from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
-from leaselog.reading.reader import InputReport, ProgressFn, Reader
+from leaselog.reading.reader import MAX_LOCATED, InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
 from leaselog.schema import schema as documented_schema
@@ -293,7 +293,9 @@ def _account_rejected(
     if not rejected.height:
         return
     by_path = {r.path: r for r in inputs}
-    malformed_rows.extend(rejected.iter_rows())
+    # located like the reader's: the first MAX_LOCATED of each file (a million bad values stay a count)
+    located = rejected.filter(pl.int_range(pl.len()).over("file") < MAX_LOCATED)
+    malformed_rows.extend(located.iter_rows())
     lines = rejected.group_by("file", "line").len("n")
     keys = ["file", "line"]
     still_used = kept.select(keys).join(lines.select(keys), on=keys, how="semi").unique()

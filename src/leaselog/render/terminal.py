@@ -106,7 +106,7 @@ def _malformed(a: Analysis, console: Console) -> None:
         where = (
             "all of them in --json output"
             if located >= total
-            else f"--json lists {located} of them, the first {MAX_LOCATED} of each file and reason"
+            else f"--json lists {located} of them, at most {MAX_LOCATED} of a file and reason; all are counted"
         )
         console.print(Text(f"  … and {total - MAX_MALFORMED_SHOWN} more ({where})"), highlight=False)
 
