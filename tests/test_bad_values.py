@@ -246,3 +246,29 @@ def test_out_of_range_settings_are_refused() -> None:
 
 def test_format_duration_of_no_number() -> None:
     assert format_duration(float("nan")) == "?" and format_duration(float("inf")) == "?"
+
+
+def test_a_million_bad_values_stay_a_count(tmp_path: Path) -> None:
+    """Bad values are located like the reader's malformed lines: the first 1000 of a file, all counted."""
+    lines = [
+        _line(ts=f"2026-11-02T10:00:{i % 60:02d}Z", event="lock_acquired", leaseMs=-i - 1)
+        for i in range(1500)
+    ]
+    a = _run(tmp_path, lines)
+    _accounted(a)
+    assert a.input_reports[0].malformed == 1500 and a.malformed.height == 1000
+    d = a.to_dict()
+    assert d["malformedLocated"] == 1000 and d["malformedTruncated"] is True
+
+
+def test_an_end_before_the_start_in_a_log_without_times_is_malformed(tmp_path: Path) -> None:
+    """No time, no elapsedMs: line order is the timeline, and a stop logged before the acquire would give
+    a negative runtime."""
+    lines = [
+        json.dumps({"pod": "pod-a", "jobId": "j", "executionId": "e", "event": ev})
+        for ev in ("job_stopped", "lock_acquired", "job_started", "job_finished")
+    ]
+    a = _run(tmp_path, lines, lease_ttl="5s")
+    _accounted(a)
+    assert list(_reasons(a)) == [1] and "comes before the start of execution e" in _reasons(a)[1]
+    assert (a.executions["runtime_ms"] >= 0).all() and a.executions["runtime_ms"].to_list() == [1.0]

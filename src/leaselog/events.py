@@ -16,10 +16,11 @@ import polars as pl
 import polars.selectors as cs
 
 from leaselog.config import Settings, compile_rule
+from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.timeline import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timeline import compact as compact
 from leaselog.timeline import pseudo_times
-from leaselog.values import ENDS, STARTS, TIME_SHAPES, ends_before_start, fall_back, times, typed_values
+from leaselog.values import TIME_SHAPES, ends_before_start, fall_back, times, typed_values
 
 CANONICAL_EVENTS: tuple[str, ...] = (
     "job_triggered",
@@ -405,75 +406,6 @@ class BuiltEvents:
     local_time_files: dict[str, str] = field(default_factory=dict)
 
 
-MAX_NOTES = 5  # notes of one kind listed one by one; the rest are counted
-
-
-def _execution_gate(df: pl.DataFrame, kept: pl.Expr) -> tuple[bool, bool]:
-    """(some execution id appears on two pods, some execution's end may be timed before its start): one
-    group-by on a hash of the execution key, so the row-level work of either runs only when needed
-    (a million events: a quarter second instead of seconds). A hash collision can only cause that work."""
-    event = pl.col("event")
-    start, end = event.is_in(STARTS) & kept, event.is_in(ENDS) & kept
-    pod = pl.when(pl.col("pod").is_not_null()).then(pl.col("pod").hash())
-    got = (
-        df.lazy()
-        .select(
-            pl.struct("job_id", "execution_id").hash().alias("k"),
-            pod.alias("p"),
-            pl.when(start).then(pl.col("t_wall")).alias("st"),
-            pl.when(end).then(pl.col("t_wall")).alias("et"),
-            pl.when(start).then(pl.col("elapsed_ms")).alias("se"),
-            pl.when(end).then(pl.col("elapsed_ms")).alias("ee"),
-        )
-        .group_by("k")
-        .agg(
-            (pl.col("p").min() != pl.col("p").max()).alias("shared"),
-            ((pl.col("et").min() < pl.col("st").min()) | (pl.col("ee").min() < pl.col("se").min())).alias(
-                "early"
-            ),
-        )
-        .select(pl.col("shared").any(), pl.col("early").any())
-        .collect()
-        .row(0)
-    )
-    return bool(got[0]), bool(got[1])
-
-
-def _execution_keys(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """An execution is identified by its pod and id: an id logged on two pods (ids counted per pod, `1`
-    vs `1.0`) is two executions, each id then suffixed `@pod`."""
-    pods = pl.col("pod").drop_nulls().n_unique()
-    shared = (
-        df.lazy()
-        .group_by("job_id", "execution_id")
-        .agg(pods.alias("n"), pl.col("pod").drop_nulls().unique().sort().alias("pods"))
-        .filter(pl.col("n") > 1)
-        .sort("job_id", "execution_id")
-        .collect()
-    )
-    if not shared.height:
-        return df, []
-    notes = [
-        f"job {job}: execution id {ex} appears on pods {', '.join(p)}: read as one execution per pod "
-        f"({ex}@POD), as an execution is identified by its pod and id"
-        for job, ex, _, p in shared.head(MAX_NOTES).iter_rows()
-    ]
-    if shared.height > MAX_NOTES:
-        notes.append(f"{shared.height - MAX_NOTES} more execution ids appear on more than one pod (the same)")
-    hit = shared.select("job_id", "execution_id", pl.lit(True).alias("_shared"))
-    df = (
-        df.join(hit, on=["job_id", "execution_id"], how="left", maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("_shared") & pl.col("pod").is_not_null())
-            .then(pl.format("{}@{}", pl.col("execution_id"), pl.col("pod")))
-            .otherwise(pl.col("execution_id"))
-            .alias("execution_id")
-        )
-        .drop("_shared")
-    )
-    return df, notes
-
-
 def build_events(
     raw: pl.DataFrame | dict[str, list[Any]], event_names: list[str] | None, settings: Settings
 ) -> BuiltEvents:
@@ -588,9 +520,9 @@ def build_events(
         df = df.with_columns(
             pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
         )
-    shared, early = _execution_gate(df, kept=pl.col("_why") == "")
+    shared, early = execution_gate(df, kept=pl.col("_why") == "")
     if shared:
-        df, shared_notes = _execution_keys(df)
+        df, shared_notes = execution_keys(df)
         notes += shared_notes
     if early or shared:
         back = ends_before_start(tz, kept=pl.col("_why") == "")

@@ -320,6 +320,9 @@ def ends_before_start(timezone: str, kept: pl.Expr) -> pl.Expr:
     start_t = pl.col("t_wall").filter(start).min().over(keys)
     start_e = pl.col("elapsed_ms").filter(start).min().over(keys)
     early_ms = (start_t - pl.col("t_wall")).dt.total_microseconds() / 1000
+    # without a time or an elapsedMs, line order is the timeline (one step per line)
+    no_clock = pl.col("t_wall").is_null() & pl.col("elapsed_ms").is_null()
+    start_pos = line_position().filter(start & no_clock).min().over(keys)
     zone = f"read in {timezone}" if timezone != "UTC" else "read as UTC"
     return (
         pl.when(~event.is_in(ENDS))
@@ -352,8 +355,22 @@ def ends_before_start(timezone: str, kept: pl.Expr) -> pl.Expr:
                 start_e,
             )
         )
+        .when(no_clock & (line_position() < start_pos))
+        .then(
+            pl.format(
+                "{} comes before the start of execution {} in a log without times (line order is its "
+                "timeline): an execution never ends before it starts",
+                event,
+                pl.col("execution_id"),
+            )
+        )
         .otherwise(None)
     )
+
+
+def line_position() -> pl.Expr:
+    """A row's place in file and line order, as one number (files before lines)."""
+    return pl.col("file_index").cast(pl.Int64) * (1 << 32) + pl.col("line")
 
 
 def _human(ms: float) -> str:

@@ -74,7 +74,7 @@ from leaselog.reading.formats import (
 )
 from leaselog.reading.formats.json_shapes import parse_flat
 from leaselog.reading.identity import note_pod_sources, post_process
-from leaselog.reading.report import RAW_SCHEMA, InputReport, Stream
+from leaselog.reading.report import MAX_LOCATED, RAW_SCHEMA, InputReport, Stream
 from leaselog.reading.sources import Source
 from leaselog.reading.streams import (
     DEFAULT_MAX_LINE_BYTES,
@@ -85,7 +85,6 @@ from leaselog.reading.streams import (
 
 __all__ = ["RAW_SCHEMA", "SNIFF_LINES", "InputReport", "ReadResult", "Reader"]
 
-MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
 SNIFF_LINES = 20  # lines of a known shape the first guess is made from (blank lines and noise skipped)
 MAX_HEAD_LINES = 2000  # ... looked for in at most this many lines
 MAX_ATTACHED = 8192  # characters of stack trace kept on one event's message

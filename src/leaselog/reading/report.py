@@ -11,6 +11,8 @@ import polars as pl
 from leaselog.events import RAW_COLUMNS
 from leaselog.reading.formats import Format
 
+MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
+
 # The reader's output: one row per lease event, raw strings as logged (build_events types them).
 RAW_SCHEMA: dict[str, pl.DataType] = {
     **{c: pl.String() for c in RAW_COLUMNS},
@@ -130,10 +132,12 @@ def account_rejected(
         pl.len().alias("events"), pl.col("reason").first()
     )
     lost = per_line.join(kept_lines, on=["file", "line"], how="anti")
-    for f, _line, events, _reason in per_line.iter_rows():
+    for f, events in per_line.group_by("file").agg(pl.col("events").sum()).iter_rows():
         by_path[f].events -= events
-    for f, line, _events, reason in lost.iter_rows():
-        malformed_rows.append((f, line, reason))
+    for f, n in lost.group_by("file").len().iter_rows():
         rep = by_path[f]
-        rep.used -= 1  # counted as used by the reader; it cannot be placed on the timeline
-        rep.malformed += 1
+        rep.used -= n  # counted as used by the reader; they cannot be placed on the timeline
+        rep.malformed += n
+    # located like the reader's: the first MAX_LOCATED of each file and reason (a million bad values stay a count)
+    located = lost.filter(pl.int_range(pl.len()).over("file", "reason") < MAX_LOCATED)
+    malformed_rows.extend(located.select("file", "line", "reason").iter_rows())

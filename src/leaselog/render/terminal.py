@@ -15,7 +15,7 @@ from rich.text import Text
 from leaselog.analysis import Analysis
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, gc_paused
-from leaselog.reading.reader import MAX_LOCATED
+from leaselog.reading.report import MAX_LOCATED
 from leaselog.render.safe import printable
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -111,7 +111,7 @@ def _malformed(a: Analysis, console: Console) -> None:
         where = (
             "all of them in --json output"
             if located >= total
-            else f"--json lists {located} of them, the first {MAX_LOCATED} of each file and reason"
+            else f"--json lists {located} of them, at most {MAX_LOCATED} of a file and reason; all are counted"
         )
         console.print(Text(f"  … and {total - MAX_MALFORMED_SHOWN} more ({where})"), highlight=False)
 
