@@ -138,6 +138,6 @@ def account_rejected(
         rep = by_path[f]
         rep.used -= n  # counted as used by the reader; they cannot be placed on the timeline
         rep.malformed += n
-    # located like the reader's: the first MAX_LOCATED of each file and reason (a million bad values stay a count)
-    located = lost.filter(pl.int_range(pl.len()).over("file", "reason") < MAX_LOCATED)
+    # the first MAX_LOCATED of each file are located (a bad value's reason names it, so no per-reason cap)
+    located = lost.filter(pl.int_range(pl.len()).over("file") < MAX_LOCATED)
     malformed_rows.extend(located.select("file", "line", "reason").iter_rows())
