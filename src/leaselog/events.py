@@ -508,18 +508,30 @@ def build_events(
     )
     if rejected.height:  # (filtering copies every column: only when there is something to drop)
         df = df.filter(~bad_time)
-    # the reader hands its rows over in file and line order, almost always: then sorting the wide
-    # frame (seconds at a million events) is skipped
+    # Events are numbered (`seq`) in the order they happened: within a file by time where it has wall
+    # clocks (a Loki export lists its lines newest first; an async appender can write a line after a
+    # later one), by line otherwise. The reader hands its rows over in file and line order, with times
+    # that never go back, almost always: then sorting the wide frame (seconds at a million events) is
+    # skipped.
+    same_file = pl.col("file_index").diff() == 0
     in_order = df.select(
         (
             (pl.col("file_index").diff() > 0)
-            | ((pl.col("file_index").diff() == 0) & (pl.col("line").diff() >= 0))
+            | (same_file & (pl.col("line").diff() >= 0) & (pl.col("t_wall").diff() >= 0).fill_null(True))
         )
         .fill_null(True)
         .all()
     ).item()
     if not in_order:
         df = df.sort(["file_index", "line"], maintain_order=True)
+        # a file written newest first breaks ties of equal times newest first too
+        step = pl.col("t_wall").diff()
+        back = (same_file & (step < 0)).cast(pl.Int64).sum().over("file_index")
+        ahead = (same_file & (step > 0)).cast(pl.Int64).sum().over("file_index")
+        line_key = pl.when(back > ahead).then(-pl.col("line")).otherwise(pl.col("line"))
+        df = df.sort(
+            [pl.col("file_index"), pl.col("t_wall"), line_key], nulls_last=False, maintain_order=True
+        )
     df = df.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
     offsets = settings.clock_offsets_ms
