@@ -13,6 +13,7 @@ from leaselog.checks import CheckContext, run_checks
 from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
+from leaselog.reading.formats import pod_from_path
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
@@ -238,7 +239,7 @@ def analyze(
         raise InputError("; ".join(f"{r.path}: {r.error}" for r in inputs))
     # the raw string columns are as large as the typed events made from them: hold only one of the two
     del read
-    built = build_events(raw, None, s)
+    built = build_events(raw, None, s, file_pods={r.path: pod_from_path(r.path) for r in inputs})
     del raw
     if built.rejected.height:
         by_path = {r.path: r for r in inputs}

@@ -426,13 +426,34 @@ class BuiltEvents:
     rejected: pl.DataFrame
 
 
+def file_pods_over_shared_value(df: pl.DataFrame, file_pods: Mapping[str, str]) -> pl.DataFrame:
+    """The pod of each file from its name (`file_pods`, file -> pod) when the lines' pod is no identity.
+
+    A pod source whose value is the same in every file of a multi-file input names no pod: Spring Boot's
+    GELF output writes the application name in `host`, the same on every pod. Then the file name wins (one
+    file per pod, as `kubectl logs` gives), when it tells the files apart.
+    """
+    per_file = df.group_by("file").agg(
+        pl.col("pod").drop_nulls().n_unique().alias("n"), pl.col("pod").drop_nulls().first().alias("pod")
+    )
+    shared = per_file.height >= 2 and per_file["n"].eq(1).all() and per_file["pod"].n_unique() == 1
+    names = {f: file_pods.get(f) for f in per_file["file"].to_list()}
+    if not shared or None in names.values() or len(set(names.values())) < 2:
+        return df
+    return df.with_columns(pl.col("file").replace_strict(names, return_dtype=pl.String).alias("pod"))
+
+
 def build_events(
-    raw: pl.DataFrame | dict[str, list[Any]], event_names: list[str] | None, settings: Settings
+    raw: pl.DataFrame | dict[str, list[Any]],
+    event_names: list[str] | None,
+    settings: Settings,
+    file_pods: Mapping[str, str] | None = None,
 ) -> BuiltEvents:
     """Type the reader's raw columns into the canonical event frame (schema: EVENT_SCHEMA).
 
     `raw` is the reader's frame (RAW_COLUMNS as strings, `line`/`file_index` integers, and the canonical
-    `event`), or the same as lists with the canonical names in `event_names`.
+    `event`), or the same as lists with the canonical names in `event_names`. `file_pods` (file -> the
+    pod its name gives): see `file_pods_over_shared_value`.
     """
     if isinstance(raw, pl.DataFrame):
         df = raw
@@ -534,6 +555,8 @@ def build_events(
         )
     df = df.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
+    if file_pods:
+        df = file_pods_over_shared_value(df, file_pods)
     offsets = settings.clock_offsets_ms
     if offsets:
         off = pl.col("pod").replace_strict(offsets, default=0.0, return_dtype=pl.Float64)
