@@ -115,6 +115,9 @@ FIELD_ALIASES: dict[str, list[str]] = {
     "owner": ["owner", "ownerId", "owner_id", "lockValue", "lock.owner"],
     "renewal_outcome": ["renewalOutcome", "renewal_outcome", "renewal.outcome"],
     "latency_ms": ["latencyMs", "latency_ms", "renewalLatencyMs", "latency"],
+    # the worker's own verdict on a renewal's success: it came after its local deadline (which keeps a
+    # safety margin before the lease's expiry, so leaselog cannot tell from the times alone)
+    "late": ["late", "renewalLate", "renewal_late", "renewal.late"],
     "reason": ["reason", "stopReason", "stop_reason"],
     "status": ["status", "jobStatus", "job_status"],
     "released": ["released", "deleted", "releaseDeleted"],
@@ -188,6 +191,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "owner": pl.String(),
     "renewal_outcome": pl.String(),
     "latency_ms": pl.Float64(),
+    "late": pl.Boolean(),
     "reason": pl.String(),
     "status": pl.String(),
     "released": pl.Boolean(),
@@ -491,12 +495,15 @@ def build_events(
         pl.col("renewal_outcome")
         .str.to_lowercase()
         .replace_strict(_OUTCOMES, default=pl.col("renewal_outcome").str.to_lowercase()),
-        pl.col("released")
-        .str.to_lowercase()
-        .replace_strict(
-            {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
-            default=None,
-            return_dtype=pl.Boolean,
+        *(
+            pl.col(c)
+            .str.to_lowercase()
+            .replace_strict(
+                {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
+                default=None,
+                return_dtype=pl.Boolean,
+            )
+            for c in ("released", "late")
         ),
         pl.col("outcome").str.to_lowercase(),
         pl.col("release_outcome").str.to_lowercase(),

@@ -87,7 +87,17 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame |
     # select before filter: the events frame is wide (raw `fields`), only these columns are needed
     r = (
         events.select(
-            *EXEC_KEYS, "pod", "t", "seq", "renewal_outcome", "latency_ms", "file", "line", "clock", "event"
+            *EXEC_KEYS,
+            "pod",
+            "t",
+            "seq",
+            "renewal_outcome",
+            "latency_ms",
+            "file",
+            "line",
+            "clock",
+            "event",
+            pl.col("late").alias("logged_late"),
         )
         .filter(pl.col("event") == "lease_renewal")
         .drop("event")
@@ -113,11 +123,16 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame |
             (pl.col("anchor_t") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("deadline"),
         )
         .with_columns(
-            ((pl.col("renewal_outcome") == "success") & (pl.col("t") > pl.col("deadline")))
-            .fill_null(False)
-            .alias("late"),
+            # late by the lease's deadline, or by the worker's own (it logged it so)
+            (
+                (pl.col("renewal_outcome") == "success")
+                & (
+                    (pl.col("t") > pl.col("deadline")).fill_null(False)
+                    | pl.col("logged_late").fill_null(False)
+                )
+            ).alias("late"),
         )
-        .drop("anchor_t")
+        .drop("anchor_t", "logged_late")
     )
     # spacing of renewal attempts (any outcome), the first measured from the acquire: what a renewal-gap
     # or pause finding measures. `prev_*` locate the line that opened the gap.
