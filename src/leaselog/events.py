@@ -120,6 +120,9 @@ FIELD_ALIASES: dict[str, list[str]] = {
     "owner": ["owner", "ownerId", "owner_id", "lockValue", "lock.owner"],
     "renewal_outcome": ["renewalOutcome", "renewal_outcome", "renewal.outcome"],
     "latency_ms": ["latencyMs", "latency_ms", "renewalLatencyMs", "latency"],
+    # the worker's own verdict on a renewal's success: it came after its local deadline (which keeps a
+    # safety margin before the lease's expiry, so leaselog cannot tell from the times alone)
+    "late": ["late", "renewalLate", "renewal_late", "renewal.late"],
     "reason": ["reason", "stopReason", "stop_reason"],
     "status": ["status", "jobStatus", "job_status"],
     "released": ["released", "deleted", "releaseDeleted"],
@@ -193,6 +196,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "owner": pl.String(),
     "renewal_outcome": pl.String(),
     "latency_ms": pl.Float64(),
+    "late": pl.Boolean(),
     "reason": pl.String(),
     "status": pl.String(),
     "released": pl.Boolean(),
@@ -468,6 +472,13 @@ def build_events(
         pl.col("outcome").str.to_lowercase(),
         pl.col("release_outcome").str.to_lowercase(),
         pl.col("trigger").str.to_lowercase(),
+        pl.col("late")
+        .str.to_lowercase()
+        .replace_strict(
+            {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
+            default=None,
+            return_dtype=pl.Boolean,
+        ),
     )
     # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)
     df = df.with_columns(
@@ -536,6 +547,19 @@ def build_events(
     )
     if rejected.height:  # (filtering copies every column: only when there is something to drop)
         df = df.filter(~bad)
+    # Events are numbered (`seq`) in the order they happened: within a file by time where it has wall
+    # clocks (a Loki export lists its lines newest first; an async appender can write a line after a
+    # later one), by line otherwise. Files whose times never go back (almost all) skip the sort.
+    same_file = pl.col("file_index").diff() == 0
+    step = pl.col("t_wall").diff()
+    if df.select((same_file & (step < 0)).fill_null(False).any()).item():
+        # a file written newest first breaks ties of equal times newest first too
+        back = (same_file & (step < 0)).cast(pl.Int64).sum().over("file_index")
+        ahead = (same_file & (step > 0)).cast(pl.Int64).sum().over("file_index")
+        line_key = pl.when(back > ahead).then(-pl.col("line")).otherwise(pl.col("line"))
+        df = df.sort(
+            [pl.col("file_index"), pl.col("t_wall"), line_key], nulls_last=False, maintain_order=True
+        )
     df = df.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
     offsets = settings.clock_offsets_ms

@@ -87,7 +87,17 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame |
     # select before filter: the events frame is wide (raw `fields`), only these columns are needed
     r = (
         events.select(
-            *EXEC_KEYS, "pod", "t", "seq", "renewal_outcome", "latency_ms", "file", "line", "clock", "event"
+            *EXEC_KEYS,
+            "pod",
+            "t",
+            "seq",
+            "renewal_outcome",
+            "latency_ms",
+            "file",
+            "line",
+            "clock",
+            "event",
+            pl.col("late").alias("logged_late"),
         )
         .filter(pl.col("event") == "lease_renewal")
         .drop("event")
@@ -113,11 +123,16 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame |
             (pl.col("anchor_t") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("deadline"),
         )
         .with_columns(
-            ((pl.col("renewal_outcome") == "success") & (pl.col("t") > pl.col("deadline")))
-            .fill_null(False)
-            .alias("late"),
+            # late by the lease's deadline, or by the worker's own (it logged it so)
+            (
+                (pl.col("renewal_outcome") == "success")
+                & (
+                    (pl.col("t") > pl.col("deadline")).fill_null(False)
+                    | pl.col("logged_late").fill_null(False)
+                )
+            ).alias("late"),
         )
-        .drop("anchor_t")
+        .drop("anchor_t", "logged_late")
     )
     # spacing of renewal attempts (any outcome), the first measured from the acquire: what a renewal-gap
     # or pause finding measures. `prev_*` locate the line that opened the gap.
@@ -146,38 +161,55 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame |
 
 
 def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
-    """Points that (re)start a lease's TTL: the acquire and each renewal that succeeded in time.
+    """Points that (re)start a lease's TTL: the acquire and each renewal that succeeded while it held.
 
-    A renewal that succeeded is in time when it came before the previous confirmed point + TTL. Renewals
-    that failed (timed out, errored, rejected) confirm nothing and are left out: they do not move the
-    deadline, and a later owner-checked success that still beats it proves the key was still this
-    owner's. The chain is cut at the first success that came too late: after it, the lease is gone and
-    later "successes" cannot revive it.
+    Renewals that failed (timed out, errored, rejected) confirm nothing and are left out: they do not
+    move the deadline. A success counts when the lease may still have held as Redis ran it: its request
+    went out before the previous confirmed point + TTL (Redis ran it somewhere inside its latency), or a
+    renewal that *timed out* went out before that deadline (Redis may have run it after the client gave
+    up, and an owner-checked success after it proves that it did: the key was still this owner's). Such
+    a success is still *late* for the worker, which could not know (`renewals`), but Redis extended the
+    lease. A renewal that errored was refused and kept nothing alive. The chain is cut at the first
+    success that could not have held: after it, the lease is gone and later "successes" cannot revive it.
     """
     ttl = leases.select(*EXEC_KEYS, "ttl_ms")
+    is_acq = pl.col("event") == "lock_acquired"
+    is_ok = is_acq | (pl.col("renewal_outcome") == "success")
     pts = (
         events.select(*EXEC_KEYS, "t", "seq", "event", "renewal_outcome", "file", "line", "latency_ms")
         .filter(
-            (pl.col("event") == "lock_acquired")
-            | ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") == "success"))
+            is_acq
+            | ((pl.col("event") == "lease_renewal") & pl.col("renewal_outcome").is_in(["success", "timeout"]))
         )
         .join(ttl, on=EXEC_KEYS, how="inner")
         .sort([*EXEC_KEYS, "seq"])
-        .with_columns(
-            _shift_within("t", _run_start(EXEC_KEYS)).alias("prev_t"),
-            _cum_sum_within((pl.col("event") == "lock_acquired").cast(pl.Int64), _run_start(EXEC_KEYS)).alias(
-                "n_acq"
-            ),
-        )
-        .filter(pl.col("n_acq") >= 1)
     )
-    ok = (pl.col("event") == "lock_acquired") | (
-        pl.col("t") <= pl.col("prev_t") + pl.duration(milliseconds=pl.col("ttl_ms"))
+    start = _run_start(EXEC_KEYS)
+    pts = pts.with_columns(
+        start.cum_sum().alias("_gid"),
+        _cum_sum_within(is_acq.cast(pl.Int64), start).alias("n_acq"),
+        (pl.col("t") - pl.duration(milliseconds=pl.col("latency_ms").fill_null(0.0))).alias("_sent"),
+    ).filter(pl.col("n_acq") >= 1)
+
+    def before(value: pl.Expr, where: pl.Expr, name: str) -> pl.Expr:
+        """`value` at the latest earlier row of the same execution where `where` holds (or null)."""
+        at, gid = pl.when(where).then(value).shift(1), pl.when(where).then(pl.col("_gid")).shift(1)
+        return pl.when(gid.forward_fill() == pl.col("_gid")).then(at.forward_fill()).alias(name)
+
+    # the previous success or acquire (up to the first break every one of them is confirmed), and the
+    # latest timed-out renewal sent before its deadline
+    pts = pts.with_columns(
+        before(pl.col("t") + pl.duration(milliseconds=pl.col("ttl_ms")), is_ok, "_deadline"),
+        before(pl.col("seq"), is_ok, "_conf_seq"),
     )
-    # a break is a success that came late; everything from the first break on is dropped. Up to it every
-    # point is confirmed, so `prev_t` is the previous confirmed point.
-    # (still sorted by keys and seq after the filter; run starts are recomputed on what is left)
-    pts = pts.with_columns(_cum_sum_within((~ok).cast(pl.Int32), _run_start(EXEC_KEYS)).alias("breaks"))
+    pts = pts.with_columns(
+        before(pl.col("seq"), ~is_ok & (pl.col("_sent") <= pl.col("_deadline")), "_pending")
+    )
+    ok = is_acq | (pl.col("_sent") <= pl.col("_deadline")) | (pl.col("_pending") > pl.col("_conf_seq"))
+    # a break is a success that could not have held; everything from the first break on is dropped
+    pts = pts.filter(is_ok).with_columns(
+        _cum_sum_within((~ok.fill_null(False)).cast(pl.Int32), _run_start(EXEC_KEYS)).alias("breaks")
+    )
     return (
         pts.filter(pl.col("breaks") == 0)
         .select(*EXEC_KEYS, "t", "seq", "event", "file", "line", "latency_ms")

@@ -61,7 +61,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
     "events": _cols(
         ("t", _T, "when it happened on the shared timeline (wall clock after offsets, else pseudo-time)"),
         ("clock", _S, "where `t` comes from: wall (timestamps), elapsed (elapsedMs), order (line order)"),
-        ("seq", _I, "position in the input (file order, then line): the tie-breaker for equal times"),
+        (
+            "seq",
+            _I,
+            "position in the input (file order, then time within a file, then line): the tie-breaker "
+            "for equal times",
+        ),
         ("pod", _S, "the worker that logged it"),
         *_EXEC_KEY,
         ("event", _S, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
@@ -72,6 +77,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("owner", _S, "the owner value stored in the lock"),
         ("renewal_outcome", _S, "lease_renewal outcome: success, rejected, timeout or error"),
         ("latency_ms", _F, "how long the renewal call took"),
+        ("late", _B, "lease_renewal: the worker logged its success as late (after its own local deadline)"),
         ("reason", _S, "why ownership was lost or a stop was requested"),
         ("status", _S, "job_finished status as logged"),
         (
@@ -229,7 +235,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("clock", _S, "wall, elapsed or order"),
         ("ttl_ms", _I, "the lease's TTL"),
         ("deadline", _T, "when the lease it extends expired: previous confirmed point + TTL"),
-        ("late", _B, "a success logged after the deadline: it cannot have extended a lease that was gone"),
+        (
+            "late",
+            _B,
+            "a success logged after the deadline, or that the worker logged as late (after its own local "
+            "deadline): the worker cannot count on it (Redis may still have extended the lease)",
+        ),
         ("prev_t", _T, "the previous renewal attempt (or the acquisition) of this execution"),
         ("prev_file", _S, "file of that previous line (evidence)"),
         ("prev_line", _I, "line of that previous line (evidence)"),

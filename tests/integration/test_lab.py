@@ -386,10 +386,10 @@ def test_the_campaign_runs_and_keeps_what_it_scored(ci_campaign: Any) -> None:
 @pytest.mark.redis
 @pytest.mark.xfail(
     strict=False,
-    reason="the checks' false alarms are being fixed on another branch: today the campaign scores false "
-    "overlapping_executions / second_attempt (denied attempts taken as executions), concurrent_leases "
-    "uncertain at error, negative second_attempt durations, wrong second_attempt trigger, loki/otlp/gelf "
-    "shape differences",
+    reason="clean on an idle machine (seed 12, 12 runs, ~60 s), but not yet a stable gate: on a machine at "
+    "load ~25, a pod can stall for hundreds of ms between a Redis call and its log line (718 ms seen: "
+    "run-12-0006's acquire was logged long after Redis granted it), and the logs then show concurrent "
+    "leases the truth does not; the lab must tell such runs apart before this gates",
 )
 def test_the_campaign_has_no_miss_no_false_finding_no_figure_error(ci_campaign: Any) -> None:
     camp, _out = ci_campaign

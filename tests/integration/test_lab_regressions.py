@@ -17,7 +17,19 @@ from lab_fixtures import FIXTURES, ROOT, Fixture
 from leaselog.reproduce.campaign import score_run
 
 # fixed here already: these must stay right
-PASSING = {"gelf-app-host", "wait-then-acquire"}
+PASSING = {
+    "crash-before-lock",
+    "denied-attempt",
+    "gelf-app-host",
+    "late-renewal-success",
+    "loki-newest-first",
+    "otlp-batch",
+    "quick-retry-interval",
+    "skewed-handover",
+    "stop-ignored",
+    "trigger-after-scheduler",
+    "wait-then-acquire",
+}
 
 
 def _param(fx: Fixture) -> object:

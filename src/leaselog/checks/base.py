@@ -207,13 +207,14 @@ def handover_skew_note(
         return None, ""
     bound = gap_ms + (confirm_latency_ms or 0.0)
     lat = _SKEW_LATENCY.format(latency=format_duration(confirm_latency_ms)) if confirm_latency_ms else ""
-    template = _SKEW_PROVEN if bound >= 0 else _SKEW_CONTRADICTED
+    template = _SKEW_PROVEN if gap_ms >= 0 else _SKEW_PROVEN_INSIDE if bound >= 0 else _SKEW_CONTRADICTED
     return bound, template.format(
         later=later_pod,
         earlier=earlier_pod,
         bound=format_duration(abs(bound)),
-        gap=format_duration(gap_ms),
+        gap=format_duration(abs(gap_ms)),
         latency=lat,
+        latency_text=format_duration(confirm_latency_ms),
     )
 
 
@@ -231,6 +232,12 @@ def skew_details(bound: float | None) -> dict[str, float | None]:
 _SKEW_PROVEN = (
     " Redis handed the key over only after the earlier lease had expired in its own time, so "
     "{later}'s clock is at most {bound} ahead of {earlier}'s (the {gap} gap{latency})."
+)
+# (an acquire logged before the expiry, by less than the confirming call's latency: no negative gap)
+_SKEW_PROVEN_INSIDE = (
+    " Redis handed the key over only after the earlier lease had expired in its own time, so "
+    "{later}'s clock is at most {bound} ahead of {earlier}'s (the acquire was logged {gap} before the "
+    "expiry, inside the {latency_text} of the confirming call, which started the TTL up to that much earlier)."
 )
 _SKEW_CONTRADICTED = (
     " {later} logged its acquire {bound} before {earlier}'s lease ran out{latency}: if Redis behaved, "
@@ -263,7 +270,7 @@ def handover_skew_columns(
     )
     parts = parts.with_columns(
         durations(parts["bound"].abs()).alias("bound_text"),
-        durations(parts["gap"]).alias("gap_text"),
+        durations(parts["gap"].abs()).alias("gap_text"),
         durations(parts["lat"]).alias("lat_text"),
     )
     lat_phrase = (
@@ -277,12 +284,15 @@ def handover_skew_columns(
         "bound": pl.col("bound_text"),
         "gap": pl.col("gap_text"),
         "latency": lat_phrase,
+        "latency_text": pl.col("lat_text"),
     }
     note = (
         pl.when(~pl.col("proves"))
         .then(pl.lit(""))
-        .when(pl.col("bound") >= 0)
+        .when(pl.col("gap") >= 0)
         .then(format_columns(_SKEW_PROVEN, **names))
+        .when(pl.col("bound") >= 0)
+        .then(format_columns(_SKEW_PROVEN_INSIDE, **names))
         .otherwise(format_columns(_SKEW_CONTRADICTED, **names))
     )
     return [parts["bound"].alias("skew_bound"), parts.select(note.alias("skew_note")).to_series()]

@@ -61,7 +61,17 @@ def check(ctx: CheckContext) -> list[Finding]:
         lat = r["latency_ms"] if r["latency_ms"] is None or r["latency_ms"] >= 0 else None
         lat_s = f" after {format_duration(lat)}" if lat is not None else ""
         outcome = r["renewal_outcome"]
-        if r["late"]:
+        if r["late"] and (r["late_by_ms"] is None or r["late_by_ms"] <= 0):
+            # the worker's own verdict: its local deadline keeps a margin before the lease's expiry
+            what = "late"
+            message = (
+                f"{who} renewed its lease on {r['job_id']}, and logged the success at {at} as late"
+                f"{' (latency ' + format_duration(lat) + ')' if lat is not None else ''}: it came after the "
+                "worker's own deadline, which keeps a safety margin before the lease's expiry at "
+                f"{when(r['deadline'], ck)}. The worker cannot count on it: ownership is uncertain and the "
+                "execution must stop."
+            )
+        elif r["late"]:
             what = "late"
             message = (
                 f"{who} renewed its lease on {r['job_id']}, but the success arrived at {at}, "
@@ -100,6 +110,8 @@ def check(ctx: CheckContext) -> list[Finding]:
             )
         if r["stop_requested_at"] is not None and r["stop_requested_at"] >= r["t"]:
             message += f" It requested a stop at {when(r['stop_requested_at'], ck)}."
+        elif r["stop_requested_at"] is not None:
+            message += f" It had requested a stop already, at {when(r['stop_requested_at'], ck)}."
         elif r["end_kind"] == "open":
             message += f" Its log ends at {when(r['end'], ck)} with no stop request."
         else:
@@ -122,7 +134,8 @@ def check(ctx: CheckContext) -> list[Finding]:
                     "outcome": what,
                     "latencyMs": lat,
                     "deadline": None if r["deadline"] is None else r["deadline"].isoformat(),
-                    "lateByMs": r["late_by_ms"] if r["late"] else None,
+                    # (a success the worker logged late may still be before the lease's deadline)
+                    "lateByMs": r["late_by_ms"] if r["late"] and (r["late_by_ms"] or 0) > 0 else None,
                 },
             )
         )

@@ -1,7 +1,8 @@
 """Ownership was lost or became uncertain, and the execution kept working without a stop request.
 
 Anti-pattern: the worker learned (a rejected, timed-out, failed or late renewal, or an explicit
-`ownership_lost`) that it might no longer own the job, and carried on anyway. Ownership checks protect
+`ownership_lost`) that it might no longer own the job, and carried on anyway (after a timed-out or failed
+renewal, past the expiry of the lease it had confirmed: until then the lease provably held). Ownership checks protect
 renewal and release; they do not stop stale application work. From that moment its work ran without
 the exclusivity it assumed, possibly beside a new owner.
 
@@ -83,6 +84,15 @@ def check(ctx: CheckContext) -> list[Finding]:
         .agg(pl.col("t").min().alias("accepted_at"))
     )
     u = u.join(accepted, on=keys, how="left")
+    # A renewal that timed out or errored only puts ownership in doubt: the lease it had confirmed still
+    # held until its expiry, and a worker that retries the renewal meanwhile (and finishes, or stops, in
+    # time) never worked without it. Left unhandled, it counts once the execution worked past that expiry.
+    only_doubt = (pl.col("cause_event") == "lease_renewal") & pl.col("renewal_outcome").is_in(
+        ["timeout", "error"]
+    )
+    u = u.filter(
+        ~only_doubt.fill_null(False) | (pl.col("last_work_at") > pl.col("valid_until")).fill_null(True)
+    )
     out: list[Finding] = []
     for r in u.iter_rows(named=True):
         ck = r["clock"]

@@ -43,7 +43,7 @@ def check(ctx: CheckContext) -> list[Finding]:
         return []
     message = pl.format(
         "{} ({}) requested a stop of {} at {}{} and never honoured it: no job_stopped followed, the job ran on "
-        "for {} to its normal finish at {} (job_finished, status {}). A cancel request is not the same as "
+        "for {} to its normal finish at {} (job_finished{}). A cancel request is not the same as "
         "stopping: no checkpoint looked at the request.",
         text("execution_id"),
         text("pod"),
@@ -54,7 +54,9 @@ def check(ctx: CheckContext) -> list[Finding]:
         .otherwise(pl.lit("")),
         durations(x["ran_on_ms"]),
         moments(x, "finished_at", "clock"),
-        text("finish_status"),
+        pl.when(pl.col("finish_status").is_not_null())
+        .then(pl.format(", status {}", pl.col("finish_status")))
+        .otherwise(pl.lit("")),
     )
     x = x.with_columns(message.alias("message"))
     out: list[Finding] = []

@@ -12,7 +12,8 @@ executionId per attempt and the same jobId for the same logical request.
 Trigger rules, first match wins: `retry` (trigger says retry, or the same message again after a failed
 attempt); `redelivery` (same topic+partition+offset or message id as an earlier attempt, or a delivery
 count > 1); `retry` (attempt number > 1); `scheduler` / `poll` (the trigger says so); `duplicate_publish`
-(both attempts carry a message identity, and they differ: a new message for the same job); else `unknown`.
+(both attempts carry a message identity, and they differ: a new message for the same job; an earlier
+attempt without one, say a scheduler's, is passed over for the latest that carried one); else `unknown`.
 """
 
 from __future__ import annotations
@@ -117,8 +118,14 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     p = p.with_columns(same.alias("same_message"))
     # compare with the latest earlier attempt carrying the same message, else the latest earlier attempt
     p = p.sort("job_id", "first_seen_new", "same_message", "first_seen", "first_seq")
+    # a duplicate publish is told by the latest earlier attempt that carried a message at all (one the
+    # scheduler or a poller started carries none, and says nothing about the producer)
+    carried = pl.col("identity").is_not_null()
     pick = p.group_by("job_id", "timeline", "execution_id_new", maintain_order=True).agg(
-        pl.col("row", "row_new", "same_message").last(), pl.len().alias("earlier_attempts")
+        pl.col("row", "row_new", "same_message").last(),
+        pl.len().alias("earlier_attempts"),
+        pl.col("execution_id").filter(carried).last().alias("published_by"),
+        pl.col("identity").filter(carried).last().alias("published_identity"),
     )
     wide = x.drop("row", "job_id", "timeline")
     chosen = pl.concat(
@@ -126,7 +133,7 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
             pick.select("job_id", "timeline", "execution_id_new"),
             wide[pick["row"]],
             wide.drop("execution_id")[pick["row_new"]].rename(lambda c: f"{c}_new"),
-            pick.select("same_message", "earlier_attempts"),
+            pick.select("same_message", "earlier_attempts", "published_by", "published_identity"),
         ],
         how="horizontal",
     ).join(
@@ -151,7 +158,7 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("scheduler"))
         .when(trig.is_in(_POLL))
         .then(pl.lit("poll"))
-        .when(pl.col("identity").is_not_null() & pl.col("identity_new").is_not_null())
+        .when(pl.col("published_identity").is_not_null() & pl.col("identity_new").is_not_null())
         .then(pl.lit("duplicate_publish"))
         .otherwise(pl.lit("unknown"))
     )
@@ -219,8 +226,8 @@ def _why() -> pl.Expr:
             pl.format(
                 "duplicate publish: a different message ({}) for the same job as {}'s ({}); look at the producer",
                 text("identity_new"),
-                old,
-                text("identity"),
+                text("published_by"),
+                text("published_identity"),
             )
         )
         .otherwise(

@@ -128,7 +128,7 @@ def check(ctx: CheckContext) -> list[Finding]:
             *ev(r["acquired_file"], r["acquired_line"], "lease acquired"),
             *ev(r["last_file"], r["last_line"], "last line seen"),
         ]
-        skew_bound = None
+        skew_bound, figure = None, None
         if r["taker"] is None:
             severity = SEVERITY
             certainty, caveat = "certain", ""
@@ -153,12 +153,21 @@ def check(ctx: CheckContext) -> list[Finding]:
                     r["pod"], r["taker_pod"], r["takeover_ms"], r["confirm_latency_ms"]
                 )
             takeover, since_last = r["takeover_ms"], r["from_last_line_ms"]
+            figure = takeover if takeover is not None and takeover >= 0 else None
             # no negative figure: a taker that acquired before the lease expired (or before the last line)
             # is named as such
             if takeover is None:
                 after_expiry = "with no known lease expiry"
             elif takeover >= 0:
                 after_expiry = f"{format_duration(takeover)} after the lease expired"
+            elif certainty == "uncertain":
+                # the clocks cannot order the acquire and the expiry: as far as the logs tell, the key was
+                # taken over when the lease ran out
+                after_expiry = (
+                    f"as the lease expired (logged {format_duration(-takeover)} before it, which the pods' "
+                    "clocks cannot tell apart)"
+                )
+                figure = 0.0
             else:
                 after_expiry = (
                     f"{format_duration(-takeover)} before the lease expired (two leases at once: see "
@@ -189,9 +198,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 pods=pods,
                 start=r["last_seen"],
                 end=r["taker_at"] if r["taker"] is not None else r["valid_until"],
-                duration_ms=r["takeover_ms"]
-                if r["takeover_ms"] is not None and r["takeover_ms"] >= 0
-                else None,
+                duration_ms=figure,
                 message=message,
                 evidence=tuple(evidence),
                 details={
