@@ -166,6 +166,24 @@ FIXTURES = [
         ),
     ),
     Fixture(
+        "skewed-crash-takeover",
+        "A (clock +100 ms) is SIGKILLed, B (a duplicate publish, clock +5 ms) takes over after A's lease "
+        "expired: crash_takeover.durationMs is negative (-90 ms) instead of saying the clocks disagree",
+        _kept("skewed-crash-takeover"),  # run 16 of campaign seed 7
+        kept=True,
+    ),
+    Fixture(
+        "trigger-before-acquire",
+        "B (a poller, waiting silently for the lock) logs its job_triggered before A's lock_acquired by "
+        "A's clock (+100 ms): attempts ordered by their first line make A the second attempt of B "
+        "(negative duration) and B's own second_attempt goes missing",
+        _plan(
+            12,
+            "flat",
+            [_a(units=12, offset=100), PodPlan("B", "poll", 0, "wait-silent", 5, 0)],
+        ),
+    ),
+    Fixture(
         "late-renewal-success",
         "a renewal that timed out, then one that succeeded after the local deadline (late): Redis did "
         "extend the lease, yet lease_outlived measures the zombie time from before it (1465 ms against "
