@@ -194,6 +194,16 @@ def test_an_unjustified_finding_is_false(finding: dict[str, Any], why: str) -> N
     assert [(i.kind, why in i.why) for i in falses] == [(finding["kind"], True)]
 
 
+def test_an_attempt_that_never_acquired_never_ran_at_any_severity() -> None:
+    crash = _f("crash_takeover", ["attempt-c", "attempt-b"], "info")
+    falses = [i for i in score(ARTICLE, _doc(*RIGHT, crash)).items if i.status == "false"]
+    assert [i.kind for i in falses] == ["crash_takeover"]
+    assert "never acquired" in falses[0].why
+    # an info finding about executions that did run is no concern of the scorer
+    ok = _f("crash_takeover", ["attempt-a", "attempt-b"], "info")
+    assert not score(ARTICLE, _doc(*RIGHT, ok)).failed
+
+
 def test_always_wrong() -> None:
     # uncertain at error, even when it is the expected finding
     unsure = copy.deepcopy(RIGHT)
@@ -268,15 +278,22 @@ def test_plausible_findings_are_tolerated() -> None:
     starved = copy.deepcopy(CLEAN)
     starved["moments"]["pod-a"] = [m for m in starved["moments"]["pod-a"] if m["monoMs"] != 605]
     assert not score(starved, _doc(_f("renewal_gap", ["attempt-a"]))).failed
-    # uncertain, below error, within max-skew + offsets: the logs cannot order it
-    unsure = _f(
-        "overlapping_executions",
-        ["attempt-a", "attempt-b"],
-        "warning",
-        certainty="uncertain",
-        durationMs=30.0,
-    )
-    assert not score(CLEAN, _doc(unsure)).failed
+    # uncertain, below error, within max-skew + offsets: the logs cannot order it (a handover: B acquired
+    # 2 ms after A finished and released)
+    handover = copy.deepcopy(CLEAN)
+    handover["moments"]["pod-b"] = [
+        _m("job_triggered", 500, trigger="stream", messageId="2-0"),
+        _m("lock_acquired", 1403),
+        _m("job_started", 1403),
+        _m("job_finished", 1700),
+        _m("lock_released", 1701, released=True),
+    ]
+    unsure = _f("overlapping_executions", ["attempt-a", "attempt-b"], certainty="uncertain", durationMs=30.0)
+    assert not score(
+        handover, _doc(unsure, _f("second_attempt", ["attempt-a", "attempt-b"], trigger="duplicate_publish"))
+    ).failed
+    # not with an attempt the lock turned away
+    assert score(CLEAN, _doc(unsure)).failed
 
 
 def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:

@@ -17,7 +17,8 @@ The standard is the project's (TRUTH.md), per finding kind:
   completion accepted after its own lease ended; release_failed where the release did not delete;
   lease_settings; second_attempt at info for an attempt the lock turned away or for the first execution;
   an uncertain finding below error whose figure is within max-skew + twice the largest clock offset.
-- false: anything else at warning or error; and, whatever else, an uncertain finding at error, an uncertain
+- false: anything else at warning or error; and, whatever else (info too), an overlap, zombie, crash or
+  concurrent lease naming an attempt that never acquired the lock, an uncertain finding at error, an uncertain
   overlap or zombie larger than max-skew + twice the largest offset, two identical findings (kind,
   executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
 - figure errors: a matched figure off by more than 50 ms + twice the largest clock offset; for
@@ -36,6 +37,8 @@ from typing import Any
 STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
 MAX_SKEW_MS = 250.0  # leaselog's default --max-skew
 BASE_TOLERANCE_MS = 50.0
+# kinds that say their executions ran (held a lease, overlapped, outlived it, crashed holding it)
+RAN_KINDS = ("overlapping_executions", "lease_outlived", "crash_takeover", "concurrent_leases")
 NOT_HONOURED = "stop_not_honoured"
 NEGATIVE = re.compile(r"(?<![\w.:-])-\d+(?:\.\d+)?\s?(?:ms|s|m|h|d)\b")
 
@@ -359,8 +362,12 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         elif f.get("severity") in ("warning", "error"):
             wrong.setdefault(i, []).append("not justified by the truth")
     # always wrong, matched or not
+    never = {a.eid for a in ats.values() if a.acquired is None}
     seen: Counter[tuple[Any, ...]] = Counter()
     for i, f in enumerate(findings):
+        if f["kind"] in RAN_KINDS and never & set(f.get("executionIds") or ()):
+            # whatever its severity: an attempt that never acquired never ran
+            wrong.setdefault(i, []).append("names an attempt that never acquired the lock as an execution")
         key = (f["kind"], tuple(f.get("executionIds") or ()), f.get("start"), f.get("end"))
         seen[key] += 1
         if seen[key] >= 2:
