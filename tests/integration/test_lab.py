@@ -429,4 +429,8 @@ def test_replay_scores_a_kept_run_again(ci_campaign: Any) -> None:
     r = camp.results[0]
     rc = main(["reproduce", "replay", str(out / r.plan.name), "--no-diff", "-q"])
     assert rc == (1 if r.score.failed else 0)
-    assert main(["reproduce", "replay", str(out), "-q"]) == 2  # no truth.json there
+    # the whole campaign's folder: every kept run again, the same verdict
+    assert main(["reproduce", "replay", str(out), "--no-diff", "-q"]) == (
+        1 if any(r.score.failed for r in camp.results) else 0
+    )
+    assert main(["reproduce", "replay", str(out / r.plan.name / r.plan.shape), "-q"]) == 2  # no truth.json

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from leaselog.reproduce import shapes
-from leaselog.reproduce.lab import Plan, draw, play
+from leaselog.reproduce.lab import Plan, draw, plan_from_dict, play
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
 
@@ -143,6 +143,16 @@ def run_one(plan: Plan, target: Any, folder: Path, diff: bool = True) -> RunResu
         encoding="utf-8",
     )
     return result
+
+
+def rescore(folder: Path, diff: bool = True) -> RunResult:
+    """Score a kept run folder again with this leaselog (after a fix), in the shape it drew."""
+    started = time.monotonic()
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    plan = plan_from_dict(truth["plan"])
+    rs, _doc = score_folder(folder, truth, plan.shape)
+    diffs = differential(folder, truth) if diff else {}
+    return RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
 
 
 @dataclass

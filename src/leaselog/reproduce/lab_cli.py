@@ -9,7 +9,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from leaselog.reproduce.campaign import COLUMNS, Campaign, differential, run_campaign, score_folder
+from leaselog.reproduce.campaign import (
+    COLUMNS,
+    Campaign,
+    differential,
+    rescore,
+    run_campaign,
+    score_folder,
+)
 from leaselog.reproduce.score import RunScore
 from leaselog.reproduce.server import ReproduceError
 
@@ -109,11 +116,17 @@ def _summary(camp: Campaign, folder: Path, console: Console) -> None:
 
 
 def replay(folder: Path, shape: str | None, diff: bool, quiet: bool) -> int:
-    """Re-analyze a kept run (its truth.json and flat logs) and score it again."""
+    """Re-analyze a kept run (its truth.json and flat logs) and score it again; given a campaign's folder
+    (run-*/truth.json inside), every kept run, with the campaign's table."""
     console = _wide(quiet)
     truth_path = folder / "truth.json"
+    runs = sorted(p.parent for p in folder.glob("run-*/truth.json"))
+    if not truth_path.is_file() and runs:
+        return _replay_campaign(folder, runs, diff, console)
     if not truth_path.is_file():
-        Console(stderr=True).print(f"[red]error:[/red] no truth.json in {folder}", highlight=False)
+        Console(stderr=True).print(
+            f"[red]error:[/red] no truth.json in {folder} (nor run-*/truth.json)", highlight=False
+        )
         return 2
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     name = shape or truth["plan"]["shape"]
@@ -124,6 +137,17 @@ def replay(folder: Path, shape: str | None, diff: bool, quiet: bool) -> int:
     for s, d in diffs.items():
         console.print(f"[red]shape {s}[/red] differs from the flat logs: {'; '.join(d)}", highlight=False)
     return 1 if rs.failed or diffs else 0
+
+
+def _replay_campaign(folder: Path, runs: list[Path], diff: bool, console: Console) -> int:
+    results = [rescore(r, diff) for r in runs]
+    seeds = {r.plan.seed for r in results}
+    camp = Campaign(seeds.pop() if len(seeds) == 1 else -1, results)
+    rep = camp.report()
+    console.print(table_of(rep["table"], f"{folder}: {len(results)} kept runs scored again"))
+    if rep["failedRuns"]:
+        console.print(f"[red]{len(rep['failedRuns'])} run(s) fail[/red]: {', '.join(rep['failedRuns'])}")
+    return 0 if camp.ok else 1
 
 
 def print_items(rs: RunScore, console: Console) -> None:
