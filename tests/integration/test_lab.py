@@ -404,9 +404,11 @@ def test_the_campaign_runs_and_keeps_what_it_scored(ci_campaign: Any) -> None:
 @pytest.mark.xfail(
     strict=False,
     reason="the checks' false alarms are being fixed on another branch: today the campaign scores false "
-    "overlapping_executions / second_attempt (denied attempts taken as executions), concurrent_leases "
-    "uncertain at error, negative second_attempt durations, wrong second_attempt trigger, loki/otlp/gelf "
-    "shape differences",
+    "overlapping_executions / second_attempt / crash_takeover naming attempts the lock turned away, "
+    "concurrent_leases and overlaps uncertain at error, negative second_attempt / crash_takeover durations, "
+    "second_attempt trigger unknown after a scheduler attempt, missed stop_not_honoured, lease_outlived "
+    "and ownership_loss_unhandled after retried renewals, and loki (newest first) / otlp (repeated "
+    "findings) shape differences",
 )
 def test_the_campaign_has_no_miss_no_false_finding_no_figure_error(ci_campaign: Any) -> None:
     camp, _out = ci_campaign
