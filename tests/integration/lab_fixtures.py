@@ -184,6 +184,21 @@ FIXTURES = [
         ),
     ),
     Fixture(
+        "retry-spacing-interval",
+        "A's renewals fail during an ACL network cut and are retried every 306 ms; C, a later healthy "
+        "execution, renews on its 625 ms schedule and gets renewal_gap warnings (the 306 ms retry spacing "
+        "became the inferred interval): the issue's defect 2",
+        _kept("retry-spacing-interval"),  # run 115 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
+        "release-timeout-handover",
+        "C's owner-checked release timed out on a loaded host (Redis did delete the key: E acquired it "
+        "next); leaselog keeps C's lease valid to its TTL and reports concurrent_leases, certain, at error",
+        _kept("release-timeout-handover"),  # run 138 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
         "late-renewal-success",
         "a renewal that timed out, then one that succeeded after the local deadline (late): Redis did "
         "extend the lease, yet lease_outlived measures the zombie time from before it (1465 ms against "

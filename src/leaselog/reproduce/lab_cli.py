@@ -102,9 +102,11 @@ def _summary(camp: Campaign, folder: Path, console: Console) -> None:
     )
     failed = rep["failedRuns"]
     if failed:
+        shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")
         console.print(
-            f"[red]{len(failed)} run(s) failed[/red], kept for replay under {folder}/: {', '.join(failed)}\n"
-            f"  replay one: leaselog reproduce replay {folder}/{failed[0]}",
+            f"[red]{len(failed)} of {rep['runs']} run(s) failed[/red], kept under {folder}/: {shown}\n"
+            f"  replay one: leaselog reproduce replay {folder}/{failed[0]}\n"
+            f"  all again (after a fix): leaselog reproduce replay {folder}",
             highlight=False,
         )
     else:
@@ -151,18 +153,22 @@ def _replay_campaign(folder: Path, runs: list[Path], diff: bool, console: Consol
 
 
 def print_items(rs: RunScore, console: Console) -> None:
-    t = Table(show_edge=False)
-    for c in ("status", "kind", "executions", "truth", "leaselog", "why"):
-        t.add_column(c)
+    """One line per scored item: status, kind, executions, truth -> leaselog, and why."""
     colour = {"missed": "red", "false": "red", "figure_error": "red", "found": "green"}
     for i in rs.items:
         c = colour.get(i.status, "dim")
-        t.add_row(
-            f"[{c}]{i.status}[/{c}]",
-            i.kind,
-            ",".join(i.execution_ids),
-            "" if i.truth is None else str(i.truth),
-            "" if i.got is None else str(i.got),
-            i.why,
+        figures = ""
+        if i.truth is not None or i.got is not None:
+            figures = f"  truth {_fig(i.truth)} / leaselog {_fig(i.got)}"
+        console.print(
+            f"[{c}]{i.status:<12}[/{c}] {i.kind:<24} {','.join(i.execution_ids):<22}{figures}",
+            highlight=False,
         )
-    console.print(t)
+        if i.status != "found" and i.why != "expected":
+            console.print(f"             [dim]{i.why}[/dim]", highlight=False)
+
+
+def _fig(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.0f}ms"
+    return "-" if v is None else str(v)

@@ -335,18 +335,20 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         used.update(hits)
         if not hits:
             status = "optional" if e.optional else "missed"
-            rs.items.append(Item(e.kind, status, list(e.eids), "expected", e.figure or e.trigger))
+            truth_fig = None if e.figure is None else round(e.figure, 1)
+            rs.items.append(Item(e.kind, status, list(e.eids), "expected", truth_fig or e.trigger))
             continue
-        rs.items.append(Item(e.kind, "found", list(e.eids), "expected", e.figure or e.trigger))
         got = [findings[i] for i in hits]
-        if e.figure is not None and e.kind != NOT_HONOURED:
-            figs = [f["durationMs"] for f in got if f.get("durationMs") is not None]
-            best = min(figs, key=lambda x: abs(x - (e.figure or 0.0)), default=None)
-            if best is None or abs(best - e.figure) > tol:
-                why = f"figure off by more than {tol:.0f} ms"
-                rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, round(e.figure, 1), best))
-        if e.trigger is not None and not any(f.get("trigger") == e.trigger for f in got):
-            trig = sorted({str(f.get("trigger")) for f in got})
+        figs = [f["durationMs"] for f in got if f.get("durationMs") is not None]
+        best = min(figs, key=lambda x: abs(x - (e.figure or 0.0)), default=None)
+        trig = sorted({str(f.get("trigger")) for f in got})
+        truth_fig = None if e.figure is None else round(e.figure, 1)
+        shown = trig if e.trigger is not None else best if e.figure is not None else None
+        rs.items.append(Item(e.kind, "found", list(e.eids), "expected", truth_fig or e.trigger, shown))
+        if e.figure is not None and e.kind != NOT_HONOURED and (best is None or abs(best - e.figure) > tol):
+            why = f"figure off by more than {tol:.0f} ms"
+            rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, truth_fig, best))
+        if e.trigger is not None and e.trigger not in trig:
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), "wrong trigger path", e.trigger, trig))
         skewable = e.kind in ("overlapping_executions", "lease_outlived") and (e.figure or 0.0) > bound
         for i in hits:
