@@ -11,12 +11,12 @@ Each contender runs as its own process (wall time and peak RSS measured with os.
   c  DuckDB read_json_auto(X) WHERE event IS NOT NULL, materialised
   d  jq -c 'select(.event != null)'
 Correctness: leaselog's overlapping_executions findings == the generator's ground truth (jobId + pair).
-Input is made by ../shared/bench/gen_synth.py into bench/data/ (git-ignored), once; 4x is four copies
+Input is made by bench/gen_fleet.py (the project's own generator) into bench/data/ (git-ignored), once; 4x is four copies
 with their jobIds/executionIds/pods renamed apart, so the truth is four times the 1x truth. noise4x is
 the 1x input grown to 4x its size by unrelated lines only: every lease-event line is kept byte for byte,
 the unrelated lines are repeated in place, so the lease events and the truth are exactly the 1x ones (what
-shows whether memory follows the lease events kept or the input size). gen_synth's own `--noise` would
-not do: its noise lines draw from the same random stream as the jobs, so the lease events would change.
+shows whether memory follows the lease events kept or the input size). (gen_fleet's
+noise lines draw from their own random stream, but copying keeps the lease events byte for byte.)
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-GEN = Path(os.environ.get("LEASELOG_GEN_SYNTH", ROOT.parent / "shared" / "bench" / "gen_synth.py"))
+GEN = ROOT / "bench" / "gen_fleet.py"
 
 # the lease-event fields each shape carries (the floor's "right schema": only what an analysis needs)
 SCHEMAS: dict[str, dict[str, str]] = {
@@ -143,8 +143,8 @@ def measure(name: str, cmd: list[str], runs: int) -> Timing:
 
 
 def generate(fmt: str, jobs: int, data: Path) -> tuple[Path, Path]:
-    out = data / f"{fmt}-{jobs}.jsonl"
-    truth = data / f"{fmt}-{jobs}.truth.json"
+    out = data / f"fleet-{fmt}-{jobs}.jsonl"
+    truth = data / f"fleet-{fmt}-{jobs}.truth.json"
     if not out.exists() or not truth.exists():
         print(f"generating {out} ...", flush=True)
         subprocess.run(
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--runs", type=int, default=3, help="runs per contender; the median wall time is reported"
     )
-    ap.add_argument("--format", default="seed", choices=["seed", "ecs"], help="gen_synth shape (seed = flat)")
+    ap.add_argument("--format", default="seed", choices=["seed", "ecs"], help="gen_fleet shape (seed = flat)")
     ap.add_argument("--data", type=Path, default=ROOT / "bench" / "data")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--no-scaling", action="store_true", help="skip the 4x, noise4x and gzip runs")

@@ -20,7 +20,7 @@ from leaselog.render.figures import overview_figure, timeline_figure
 from leaselog.render.html import embed_json, write_report
 
 CHROMIUM = "/usr/bin/chromium"
-GEN_SYNTH = Path("/work/shared/bench/gen_synth.py")
+GEN_FLEET = Path(__file__).resolve().parents[1] / "bench" / "gen_fleet.py"
 
 XSS_IMG = '<img src=x onerror="window.__pwned=1;alert(1)">'
 XSS_SCRIPT = "</script><script>window.__pwned2=1;alert(2)</script><!--"
@@ -426,11 +426,9 @@ def test_browser_xss_payload_stays_text(browser: Any, tmp_path: Path) -> None:
 
 @pytest.mark.browser
 def test_browser_fleet_scale(browser: Any, tmp_path: Path) -> None:
-    if not GEN_SYNTH.exists():
-        pytest.skip(f"{GEN_SYNTH} (the shared synthetic fleet generator) is not here")
     log = tmp_path / "fleet.jsonl"
     subprocess.run(
-        [sys.executable, str(GEN_SYNTH), "--jobs", "3000", "--out", str(log)], check=True, capture_output=True
+        [sys.executable, str(GEN_FLEET), "--jobs", "3000", "--out", str(log)], check=True, capture_output=True
     )
     a = leaselog.analyze(log)
     jobs_with_findings = a.findings["job_id"].drop_nulls().n_unique()

@@ -191,6 +191,46 @@ def findings_json(findings: list[Finding], *, shared: bool = False) -> list[dict
     ]
 
 
+FindingKey = tuple[str, str | None, tuple[str, ...], datetime | None, datetime | None, Any, Any]
+
+
+def finding_key(f: Finding) -> FindingKey:
+    """What makes a finding the one it is: two findings with the same key say the same thing.
+
+    Kind, executions, start and end; an execution is known by its job and id (two jobs can each have an
+    `attempt-a`), and a fleet-level finding with no job (`lease_settings`) by the job type and TTL it is
+    about.
+    """
+    d = f.details
+    return (f.kind, f.job_id, f.execution_ids, f.start, f.end, d.get("jobType"), d.get("ttlMs"))
+
+
+def enforce_invariants(findings: list[Finding]) -> list[Finding]:
+    """The findings with the invariants every output relies on made true, in their order.
+
+    - No two findings are the same (`finding_key`: kind, executions, start, end): a check that repeats one has a bug (fixed at its
+      cause; tests run every check on every sample without this net), and a repeat adds nothing but
+      noise, so the first stays, with the evidence of its repeats added to its own.
+    - An `uncertain` finding is never an error: severity states what the logs prove, so it is a warning.
+    """
+    first: dict[FindingKey, int] = {}
+    out: list[Finding] = []
+    for f in findings:
+        if f.certainty == "uncertain" and f.severity == "error":
+            f = f.model_copy(update={"severity": "warning"})
+        k = finding_key(f)
+        at = first.get(k)
+        if at is None:
+            first[k] = len(out)
+            out.append(f)
+            continue
+        kept = out[at]
+        extra = tuple(e for e in f.evidence if e not in kept.evidence)
+        if extra:
+            out[at] = kept.model_copy(update={"evidence": (*kept.evidence, *extra)})
+    return out
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while building or serialising many small objects (findings, their dicts).

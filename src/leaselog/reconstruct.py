@@ -4,9 +4,15 @@
   ownership loss, stop request, stop, finish, release. Its interval runs from start (or acquire, or its
   first line) to finish/stop, else to its release, else to its last line; with no finish, stop or release
   it is *open*: the log just ends (a crash, or a log cut short).
+- An attempt that never acquired the lock and shows no sign of running (no acquire, start, progress,
+  renewal or completion) **never ran**: it has no execution interval (`start`, `end`, `runtime_ms` are
+  null) and its `end_kind` says why: `denied` (the lock turned it away: the lock doing its job) or
+  `no_outcome` (a `job_triggered` line and nothing after it: a crash before acquiring, or a log cut short).
 - A **lease** is what one acquisition gave: valid from the acquire until the last confirmed renewal +
   TTL (a renewal confirms only if it succeeded before the lease it extends had expired), or until an
-  owner-checked release that deleted it, whichever comes first.
+  owner-checked release that deleted it, whichever comes first. A renewal that timed out or errored
+  neither confirms nor ends the lease: a later owner-checked success that still came in time proves the
+  key was still this owner's and extends it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ _ID_SEGMENT = r"[-_.:/#](?:[0-9]+|[0-9a-fA-F]{6,})([-_.:/#]|$)"
 
 # Events that show an execution still doing its job (as opposed to cleaning up or reporting on its lease).
 WORK_EVENTS = ("job_started", "job_progress", "job_finished", "completion")
+# Events that show an attempt ran at all: without one of these (and without an acquire), an attempt that
+# was denied the lock, or only triggered, never ran.
+RAN_EVENTS = ("lock_acquired", "job_started", "job_progress", "lease_renewal", "completion")
+# `end_kind` of attempts that never ran
+NEVER_RAN = ("denied", "no_outcome")
 
 
 def job_type(job_id: pl.Expr) -> pl.Expr:
@@ -137,13 +148,19 @@ def renewals(events: pl.DataFrame, leases: pl.DataFrame, anchors: pl.DataFrame |
 def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     """Points that (re)start a lease's TTL: the acquire and each renewal that succeeded in time.
 
-    Whether a renewal was in time depends on the anchor before it, so the chain is cut at the first renewal
-    that was not: after it, the lease is gone and later "successes" cannot revive it.
+    A renewal that succeeded is in time when it came before the previous confirmed point + TTL. Renewals
+    that failed (timed out, errored, rejected) confirm nothing and are left out: they do not move the
+    deadline, and a later owner-checked success that still beats it proves the key was still this
+    owner's. The chain is cut at the first success that came too late: after it, the lease is gone and
+    later "successes" cannot revive it.
     """
     ttl = leases.select(*EXEC_KEYS, "ttl_ms")
     pts = (
         events.select(*EXEC_KEYS, "t", "seq", "event", "renewal_outcome", "file", "line", "latency_ms")
-        .filter((pl.col("event") == "lock_acquired") | (pl.col("event") == "lease_renewal"))
+        .filter(
+            (pl.col("event") == "lock_acquired")
+            | ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") == "success"))
+        )
         .join(ttl, on=EXEC_KEYS, how="inner")
         .sort([*EXEC_KEYS, "seq"])
         .with_columns(
@@ -155,12 +172,10 @@ def _anchors(events: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
         .filter(pl.col("n_acq") >= 1)
     )
     ok = (pl.col("event") == "lock_acquired") | (
-        (pl.col("renewal_outcome") == "success")
-        & (pl.col("t") <= pl.col("prev_t") + pl.duration(milliseconds=pl.col("ttl_ms")))
+        pl.col("t") <= pl.col("prev_t") + pl.duration(milliseconds=pl.col("ttl_ms"))
     )
-    # a break is any renewal that failed or came late; everything from the first break on is dropped.
-    # (A renewal after a failed one is measured from the previous *confirmed* point, which is earlier
-    # still, so it cannot be in time if the failed one was not; using prev_t is a safe simplification.)
+    # a break is a success that came late; everything from the first break on is dropped. Up to it every
+    # point is confirmed, so `prev_t` is the previous confirmed point.
     # (still sorted by keys and seq after the filter; run starts are recomputed on what is left)
     pts = pts.with_columns(_cum_sum_within((~ok).cast(pl.Int32), _run_start(EXEC_KEYS)).alias("breaks"))
     return (
@@ -246,9 +261,6 @@ _FIRST: dict[str, list[tuple[str, str]]] = {
         ("released", "release_deleted"),
         ("release_outcome", "release_outcome"),
     ],
-    # the first moment the execution had reason to doubt its ownership: a renewal that did not succeed,
-    # or an explicit ownership_lost (late successes are added after the renewals frame)
-    "doubt": [("t", "_doubt_at"), ("line", "_doubt_line"), ("file", "_doubt_file")],
 }
 # ... and the last event that shows it still doing its job, and the first and last of all its lines
 _LAST_WORK = [("t", "last_work_at"), ("line", "last_work_line"), ("file", "last_work_file")]
@@ -271,9 +283,8 @@ def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
     """
     event = pl.col("event")
     renewal = event == "lease_renewal"
-    kinds: dict[str, pl.Expr] = {name: event == name for name in _FIRST if name not in ("terminal", "doubt")}
+    kinds: dict[str, pl.Expr] = {name: event == name for name in _FIRST if name != "terminal"}
     kinds["terminal"] = event.is_in(["job_finished", "job_stopped"])
-    kinds["doubt"] = (renewal & (pl.col("renewal_outcome") != "success")) | (event == "ownership_lost")
     row = pl.col("_row")
     rows = (
         ev.select(
@@ -300,6 +311,8 @@ def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
             .cast(pl.Int64)
             .alias("renewal_failures"),
             pl.len().alias("n_events"),
+            event.is_in(RAN_EVENTS).sum().cast(pl.Int64).alias("_n_ran"),
+            (event == "job_triggered").sum().cast(pl.Int64).alias("_n_triggered"),
         )
     )
 
@@ -313,7 +326,7 @@ def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
         cols |= gather(f"_{name}_row", picks)
     cols |= gather("_last_work_row", _LAST_WORK)
     cols |= {k: rows[k] for k in ("first_seen", "last_seen", "first_seq", "last_seq")}
-    cols |= {k: rows[k] for k in ("renewals", "renewal_failures", "n_events")}
+    cols |= {k: rows[k] for k in ("renewals", "renewal_failures", "n_events", "_n_ran", "_n_triggered")}
     return pl.DataFrame(cols)
 
 
@@ -333,8 +346,13 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     ev = events if events["seq"].is_sorted() else events.sort("seq")
     default_ttl = settings.lease_ttl_ms
     ex = _per_execution(ev)
+    # an attempt that never ran: denied the lock, or triggered and nothing after (see the module doc)
+    never_ran = (pl.col("_n_ran") == 0) & (
+        pl.col("denied_at").is_not_null() | (pl.col("_n_triggered") == pl.col("n_events"))
+    )
     ex = (
-        ex.with_columns(
+        ex.with_columns(never_ran.alias("_never_ran"))
+        .with_columns(
             job_type(pl.col("job_id")).alias("job_type"),
             # executions can only be compared in time on one timeline: the shared wall clock, or (logs
             # without one) the pseudo timeline of their own file
@@ -343,19 +361,27 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             .otherwise(pl.col("file"))
             .alias("timeline"),
             pl.coalesce("lease_ms", pl.lit(default_ttl).cast(pl.Int64)).alias("ttl_ms"),
-            pl.coalesce("started_at", "acquired_at", "first_seen").alias("start"),
-            pl.when(pl.col("ended_at").is_not_null())
+            pl.when(~pl.col("_never_ran"))
+            .then(pl.coalesce("started_at", "acquired_at", "first_seen"))
+            .alias("start"),
+            pl.when(pl.col("_never_ran") & pl.col("denied_at").is_not_null())
+            .then(pl.lit("denied"))
+            .when(pl.col("_never_ran"))
+            .then(pl.lit("no_outcome"))
+            .when(pl.col("ended_at").is_not_null())
             .then(pl.col("end_event").str.replace("job_", ""))
             .when(pl.col("released_at").is_not_null())
             .then(pl.lit("released"))
             .otherwise(pl.lit("open"))
             .alias("end_kind"),
             # last line of the execution, wherever it stands: the moment it is last known to be alive
-            pl.coalesce("ended_at", "last_seen").alias("end"),
+            pl.when(~pl.col("_never_ran")).then(pl.coalesce("ended_at", "last_seen")).alias("end"),
         )
         .pipe(_attach, elapsed_bounds(ev))
         .with_columns(
-            pl.when(pl.col("start_elapsed_ms").is_not_null() & pl.col("end_elapsed_ms").is_not_null())
+            pl.when(pl.col("_never_ran"))
+            .then(None)
+            .when(pl.col("start_elapsed_ms").is_not_null() & pl.col("end_elapsed_ms").is_not_null())
             .then(pl.col("end_elapsed_ms") - pl.col("start_elapsed_ms"))
             .otherwise((pl.col("end") - pl.col("start")).dt.total_microseconds().truediv(1000))
             .alias("runtime_ms"),
@@ -418,35 +444,42 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     )
     ex = ex.rename({"end_reason": "lease_end"})
     rn = renewals(ev, leases_base, anchors)
-    # a late success is a failure too (the article: it "cannot justify another full lease")
-    late = (
-        rn.filter(pl.col("late"))
-        .group_by(EXEC_KEYS)
-        .agg(
-            pl.col("t").min().alias("_late_at"),
-            pl.col("line").sort_by("t").first().alias("_late_line"),
-            pl.col("file").sort_by("t").first().alias("_late_file"),
-        )
-    )
-    ex = (
-        _attach(ex, late)
-        .with_columns(
-            pl.min_horizontal("_doubt_at", "_late_at").alias("ownership_uncertain_at"),
-            pl.when(
-                pl.col("_late_at").is_not_null()
-                & (pl.col("_doubt_at").is_null() | (pl.col("_late_at") < pl.col("_doubt_at")))
-            )
-            .then(pl.col("_late_line"))
-            .otherwise(pl.col("_doubt_line"))
-            .alias("ownership_uncertain_line"),
-            pl.when(
-                pl.col("_late_at").is_not_null()
-                & (pl.col("_doubt_at").is_null() | (pl.col("_late_at") < pl.col("_doubt_at")))
-            )
-            .then(pl.col("_late_file"))
-            .otherwise(pl.col("_doubt_file"))
-            .alias("ownership_uncertain_file"),
-        )
-        .drop("_doubt_at", "_doubt_line", "_doubt_file", "_late_at", "_late_line", "_late_file")
-    )
+    ex = _attach(ex, _first_doubt(ev, rn, last_anchor))
     return ex.select(EXECUTION_COLUMNS), leases, rn
+
+
+def _first_doubt(ev: pl.DataFrame, rn: pl.DataFrame, last_anchor: pl.DataFrame) -> pl.DataFrame:
+    """Per execution, the first moment it had reason to doubt its ownership, and the line that says so.
+
+    A doubt is a rejected renewal or an explicit `ownership_lost` (the key is someone else's), a success
+    that came after the lease's deadline (a late success is a failure too: the article says it "cannot
+    justify another full lease"), or a renewal that timed out or errored and was never followed by a
+    confirmed one (a later in-time, owner-checked success proves the key was still its own).
+    """
+    keep = [*EXEC_KEYS, "t", "seq", "line", "file"]
+    lost = (pl.col("event") == "ownership_lost") | (
+        (pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") == "rejected")
+    )
+    failed = rn.filter(
+        pl.col("renewal_outcome").is_not_null() & ~pl.col("renewal_outcome").is_in(["success", "rejected"])
+    )
+    unresolved = (
+        failed.join(last_anchor.select(*EXEC_KEYS, "last_confirmed_at"), on=EXEC_KEYS, how="left")
+        .filter(pl.col("last_confirmed_at").is_null() | (pl.col("t") > pl.col("last_confirmed_at")))
+        .select(keep)
+    )
+    doubts = pl.concat(
+        [ev.lazy().filter(lost).select(keep).collect(), unresolved, rn.filter(pl.col("late")).select(keep)],
+        how="vertical_relaxed",
+    )
+    return (
+        doubts.sort("t", "seq")
+        .group_by(EXEC_KEYS, maintain_order=True)
+        .first()
+        .select(
+            *EXEC_KEYS,
+            pl.col("t").alias("ownership_uncertain_at"),
+            pl.col("line").alias("ownership_uncertain_line"),
+            pl.col("file").alias("ownership_uncertain_file"),
+        )
+    )

@@ -175,7 +175,13 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("timeline", _S, "which executions it can be compared with in time: `wall`, or its own file"),
         ("ttl_ms", _I, "TTL used: leaseMs, else the lease_ttl setting (null: unknown)"),
         ("start", _T, "execution interval start: started_at, else acquired_at, else first_seen"),
-        ("end_kind", _S, "how it ended: finished, stopped, released, or open (the log just ends: a crash?)"),
+        (
+            "end_kind",
+            _S,
+            "how it ended: finished, stopped, released, or open (the log just ends: a crash?); for an attempt "
+            "that never ran (no interval: start, end, runtime_ms null): denied (the lock turned it away) or "
+            "no_outcome (triggered, nothing after)",
+        ),
         ("end", _T, "execution interval end: ended_at, else last_seen"),
         ("runtime_ms", _F, "end - start"),
         ("expires_at", _T, "its lease's expiry: last confirmed renewal (or acquisition) + TTL"),
@@ -233,7 +239,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
     ),
     "findings": _cols(
         ("code", _S, "stable check code, e.g. LL101"),
-        ("kind", _S, "finding kind, e.g. overlapping_executions (see PRODUCT.md)"),
+        ("kind", _S, "finding kind, e.g. overlapping_executions (see docs/PRODUCT.md)"),
         ("severity", _S, "error, warning or info"),
         ("certainty", _S, "certain, or uncertain when clock skew or missing wall clocks cannot decide"),
         ("job_id", _S, "the job it is about"),

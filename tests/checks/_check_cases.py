@@ -5,7 +5,7 @@ evidence line numbers stay those of the file):
     {"case": "what it shows", "options": {Settings fields}, "expect": {"count": N, "findings": [{...}]}}
 Each expected finding lists keys of the JSON contract (`durationMs`, `trigger`, `certainty`, ...), dotted
 `details.*` keys, and `messageContains` (substrings). Findings of the case's code are compared in time
-order; numbers match to within a millisecond.
+order; numbers match exactly (a count off by one fails).
 """
 
 from __future__ import annotations
@@ -59,7 +59,9 @@ def matches(actual: Any, expected: Any) -> bool:
     if isinstance(expected, bool) or expected is None:
         return actual is expected or actual == expected
     if isinstance(expected, int | float) and isinstance(actual, int | float):
-        return abs(float(actual) - float(expected)) <= 1.0
+        # exact: a count off by one must fail, and every figure is arithmetic on millisecond timestamps
+        # (a float tolerance only absorbs the binary representation of the result)
+        return abs(float(actual) - float(expected)) <= 1e-6
     if isinstance(expected, list) and isinstance(actual, list | tuple):
         return len(actual) == len(expected) and all(
             matches(a, e) for a, e in zip(actual, expected, strict=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import leaselog
@@ -44,6 +45,22 @@ def test_clean_sample_gives_nothing() -> None:
     assert leaselog.analyze(SAMPLES / "clean", lease_ttl_ms="5s").finding_list == []
 
 
+def test_busy_fleet_where_nothing_went_wrong_has_no_warning_or_error() -> None:
+    """Scheduler fires the lock turned away, a retry that found the job done, jittered renewals: every job
+    completed once, so nothing reaches warning; the turned-away fires are one info finding per job."""
+    a = leaselog.analyze(SAMPLES / "clean-busy")
+    assert [f.message for f in a.finding_list if f.severity != "info"] == []
+    not_run = [f for f in a.finding_list if f.kind == "attempts_not_run"]
+    assert sorted((f.job_id, f.details["denied"]) for f in not_run) == [
+        ("reconcile-1", 2),
+        ("reconcile-3", 3),
+    ]
+    # attempts that never ran have no execution interval
+    denied = a.executions.filter(pl.col("end_kind") == "denied")
+    assert denied.height == 5 and denied["start"].null_count() == 5 and denied["runtime_ms"].null_count() == 5
+    assert {f.kind for f in a.finding_list} == {"attempts_not_run", "second_attempt", "completion_rejected"}
+
+
 # (code, jobId) -> key figures; every number here is arithmetic on the scenario's timestamps
 EXPECTED: list[tuple[str, str, dict[str, object]]] = [
     # renewal timeout with stop: renewal at :31.004 times out after 1s; stop requested :31.005, stopped :38.505
@@ -79,6 +96,10 @@ EXPECTED: list[tuple[str, str, dict[str, object]]] = [
     ("LL401", "payout-6", {"trigger": "unknown", "duration_ms": 1000.0}),
     # the article's incident
     ("LL101", "report-42", {"duration_ms": 151498.0, "certainty": "certain"}),
+    # stop requested (max runtime) at :24.000, job_finished ok at :25.801: never honoured, under the SLO
+    ("LL206", "rollup-5", {"duration_ms": 1801.0, "severity": "warning"}),
+    # clean-busy: two scheduler fires turned away while rc-001-a41f ran
+    ("LL402", "reconcile-1", {"severity": "info", "execution_ids": ("rc-001-b7c2", "rc-001-c019")}),
 ]
 
 

@@ -14,6 +14,9 @@ from leaselog.durations import format_duration
 from leaselog.events import PSEUDO_EPOCH
 from leaselog.findings import Certainty, Evidence
 
+# `job_finished` statuses that say the job stopped rather than ran to its end (a stop honoured)
+STOP_STATUSES = ("stopped", "cancelled", "canceled", "aborted", "interrupted", "killed", "terminated")
+
 
 @dataclass(frozen=True)
 class CheckContext:
@@ -212,6 +215,15 @@ def handover_skew_note(
         gap=format_duration(gap_ms),
         latency=lat,
     )
+
+
+def skew_details(bound: float | None) -> dict[str, float | None]:
+    """A handover's skew bound as finding details, with no negative figure: `skewBoundMs` (how far the
+    later pod's clock can be ahead) when the handover proves one, else `clockDisagreementMs` (how far the
+    earlier pod's clock must be ahead, if Redis behaved) when the later pod acquired "too early"."""
+    if bound is None or bound >= 0:
+        return {"skewBoundMs": bound}
+    return {"skewBoundMs": None, "clockDisagreementMs": -bound}
 
 
 # the sentences of `handover_skew_note` and `handover_skew_columns` (filled by `str.format` or, a column

@@ -23,6 +23,7 @@ from leaselog.checks.base import (
     handover_skew_note,
     moments,
     pairs_of,
+    skew_details,
     text,
 )
 from leaselog.findings import Evidence, Finding, Severity
@@ -54,8 +55,14 @@ _COLS = [
 
 
 def pairs(executions: pl.DataFrame) -> pl.DataFrame:
-    """Every pair (a started first, b later) of one job's executions whose intervals intersect."""
-    x = executions.select("job_id", *_COLS)
+    """Every pair (a started first, b later) of one job's executions whose intervals intersect.
+
+    An attempt that never ran (denied the lock, or triggered and nothing more) has no interval: it
+    overlaps nothing.
+    """
+    x = executions.select("job_id", *_COLS).filter(
+        pl.col("start").is_not_null() & pl.col("end").is_not_null()
+    )
 
     def choose(p: pl.DataFrame) -> pl.DataFrame:
         p = p.filter(
@@ -193,7 +200,8 @@ def check(ctx: CheckContext) -> list[Finding]:
             Finding.of(
                 kind=KIND,
                 code=CODE,
-                severity=SEVERITY,
+                # the logs cannot prove an uncertain overlap: never an error
+                severity=SEVERITY if certainty == "certain" else "warning",
                 certainty=certainty,
                 job_id=job_id,
                 execution_ids=(a_id, b_id),
@@ -211,7 +219,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 details={
                     "leasesOverlapped": overlapped_,
                     "openEnded": end_kind == "open",
-                    "skewBoundMs": skew_bound,
+                    **skew_details(skew_bound),
                 },
             )
         )

@@ -36,12 +36,29 @@ def check(ctx: CheckContext) -> list[Finding]:
         "job_id", "execution_id", "stop_requested_at", "stop_requested_line", "stopped_at", "end_kind", "end"
     )
     f = f.join(nxt, on=["job_id", "execution_id"], how="left")
+    # a timeout or error followed by an owner-checked success that still came in time: the success proved
+    # the key was still this execution's (the lease never lapsed), which the finding says
+    confirmed = (
+        ctx.renewals.filter((pl.col("renewal_outcome") == "success") & ~pl.col("late"))
+        .select("job_id", "execution_id", pl.col("seq").alias("ok_seq"), pl.col("t").alias("confirmed_at"))
+        .sort("ok_seq")
+    )
+    f = f.sort("seq").join_asof(
+        confirmed,
+        left_on="seq",
+        right_on="ok_seq",
+        by=["job_id", "execution_id"],
+        strategy="forward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    )
     out: list[Finding] = []
     for r in f.iter_rows(named=True):
         ck = r["clock"]
         who = f"{r['execution_id']} ({r['pod']})"
         at = when(r["t"], ck)
-        lat = r["latency_ms"]
+        # a latency is a duration: a negative one in the log (a clock step mid-call) is no figure to report
+        lat = r["latency_ms"] if r["latency_ms"] is None or r["latency_ms"] >= 0 else None
         lat_s = f" after {format_duration(lat)}" if lat is not None else ""
         outcome = r["renewal_outcome"]
         if r["late"]:
@@ -59,6 +76,14 @@ def check(ctx: CheckContext) -> list[Finding]:
                 f"{who}'s lease renewal on {r['job_id']} was rejected at {at}{lat_s}: the key no longer held "
                 "its ownership value, so the lease was gone (expired, or another worker owns it). The "
                 "execution has lost ownership and must stop at its next checkpoint."
+            )
+        elif r["confirmed_at"] is not None:
+            what = outcome or "error"
+            how = "timed out" if outcome == "timeout" else f"failed ({outcome})"
+            message = (
+                f"{who}'s lease renewal on {r['job_id']} {how} at {at}{lat_s}, leaving its ownership uncertain "
+                f"until a renewal at {when(r['confirmed_at'], ck)} succeeded before the lease ran out: that "
+                "owner-checked renewal proved the key was still its own."
             )
         elif outcome == "timeout":
             what = "timeout"

@@ -11,9 +11,13 @@ measured; and check the local lease deadline before each unit of work, since a p
 resume after another worker has started.
 
 Rule: the interval is `--renewal-interval` when given, else the median spacing of the execution's own
-renewal attempts (at least three spacings), else the median of its job type's. A spacing longer than
-1.5 x the interval is a gap; so is a silence of renewals after the last successful one while the
-execution keeps doing work.
+on-schedule renewals: spacings between two consecutive attempts that both succeeded in time (the first
+measured from the acquire): their median when there are three or more, the longer one when there are
+only two. Retries after a failure follow a retry policy, not
+the schedule, and never set the interval; nor do other executions or jobs (a pod's schedule is its own,
+and a finding must not depend on which other jobs the logs hold). With fewer spacings nothing is
+inferred and no gap is reported: in doubt, say nothing. A spacing longer than 1.5 x the interval is a
+gap; so is a silence of renewals after the last successful one while the execution keeps doing work.
 """
 
 from __future__ import annotations
@@ -33,34 +37,75 @@ GAP_FACTOR = 1.5
 MIN_SPACINGS = 3
 
 
-def intervals(ctx: CheckContext) -> pl.DataFrame:
-    """The renewal interval each execution is held to: configured, or inferred (see the module doc)."""
-    r = ctx.renewals.filter(pl.col("gap_ms").is_not_null()).join(
-        ctx.executions.select(*EXEC_KEYS, "job_type"), on=EXEC_KEYS, how="left"
+def spacings(ctx: CheckContext) -> pl.DataFrame:
+    """The renewals, each with the input position of the attempt before it (`start_seq`: the renewal or
+    acquire that opened its spacing) and whether that attempt was on schedule (`prev_ok`: an acquire, or
+    a renewal that succeeded in time)."""
+    acquires = events_where(ctx, pl.col("event") == "lock_acquired", [*EXEC_KEYS, "seq"]).with_columns(
+        pl.lit(True).alias("ok")
     )
-    own = r.group_by(EXEC_KEYS).agg(
-        pl.col("job_type").first(), pl.col("gap_ms").median().alias("own"), pl.len().alias("n")
+    r = ctx.renewals.with_columns(
+        ((pl.col("renewal_outcome") == "success") & ~pl.col("late")).fill_null(False).alias("ok")
     )
-    by_type = r.group_by("job_type").agg(pl.col("gap_ms").median().alias("typ"), pl.len().alias("n_typ"))
-    own = own.join(by_type, on="job_type", how="left")
+    # sorted by execution and position, "the attempt before, in the same execution" is the previous row
+    # when that row is of the same execution (cheaper than `.over` with one group per execution)
+    same = pl.all_horizontal(*(pl.col(k) == pl.col(k).shift(1) for k in EXEC_KEYS)).fill_null(False)
+    order = (
+        pl.concat([acquires, r.select(*EXEC_KEYS, "seq", "ok")], how="vertical_relaxed")
+        .sort([*EXEC_KEYS, "seq"])
+        .with_columns(
+            pl.when(same).then(pl.col("seq").shift(1)).alias("start_seq"),
+            (same & pl.col("ok").shift(1)).fill_null(False).alias("prev_ok"),
+        )
+        .select("seq", "start_seq", "prev_ok")
+    )
+    return r.join(order, on="seq", how="left")
+
+
+def intervals(ctx: CheckContext, r: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The renewal interval each execution is held to: configured, or inferred (see the module doc).
+
+    `r`: `spacings(ctx)` when the caller has it. Executions without an interval are left out.
+    """
+    if r is None:
+        r = spacings(ctx)
     configured = ctx.settings.renewal_interval_ms
-    return own.with_columns(
-        (
-            pl.lit(configured, dtype=pl.Float64)
-            if configured is not None
-            else pl.when(pl.col("n") >= MIN_SPACINGS)
-            .then(pl.col("own"))
-            .when(pl.col("n_typ") >= MIN_SPACINGS)
-            .then(pl.col("typ"))
-            .otherwise(None)
-        ).alias("interval_ms"),
-        pl.lit("configured" if configured is not None else "inferred").alias("interval_source"),
-    ).select(*EXEC_KEYS, "interval_ms", "interval_source")
+    if configured is not None:
+        return (
+            r.select(EXEC_KEYS)
+            .unique(maintain_order=True)
+            .with_columns(
+                pl.lit(float(configured), dtype=pl.Float64).alias("interval_ms"),
+                pl.lit("configured").alias("interval_source"),
+            )
+            .filter(pl.col("interval_ms") > 0)
+        )
+    on_schedule = r.filter(pl.col("ok") & pl.col("prev_ok") & (pl.col("gap_ms") > 0))
+    return (
+        on_schedule.group_by(EXEC_KEYS, maintain_order=True)
+        .agg(
+            pl.col("gap_ms").median().alias("median"),
+            pl.col("gap_ms").max().alias("longest"),
+            pl.len().alias("n"),
+        )
+        # three spacings give a median one odd spacing cannot move; with two, the longer one (the cautious
+        # choice: a longer interval reports fewer gaps); with one, nothing
+        .filter(pl.col("n") >= MIN_SPACINGS - 1)
+        .select(
+            *EXEC_KEYS,
+            pl.when(pl.col("n") >= MIN_SPACINGS)
+            .then(pl.col("median"))
+            .otherwise(pl.col("longest"))
+            .alias("interval_ms"),
+            pl.lit("inferred").alias("interval_source"),
+        )
+    )
 
 
 def gaps(ctx: CheckContext) -> pl.DataFrame:
     """Rows: one per gap, with its bounds, size, interval and the number of lines logged inside it."""
-    iv = intervals(ctx)
+    sp = spacings(ctx)
+    iv = intervals(ctx, sp)
     if iv.height == 0:
         return pl.DataFrame()
     # index of every event within its execution, to count what was logged inside a gap
@@ -69,7 +114,7 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
         pl.int_range(pl.len()).over(EXEC_KEYS).alias("idx"),
         pl.col("event").is_in(WORK_EVENTS).cast(pl.Int64).cum_sum().over(EXEC_KEYS).alias("work_idx"),
     )
-    r = ctx.renewals.join(iv, on=EXEC_KEYS, how="inner").filter(pl.col("interval_ms").is_not_null())
+    r = sp.join(iv, on=EXEC_KEYS, how="inner")
     mid = r.filter(pl.col("gap_ms") > GAP_FACTOR * pl.col("interval_ms")).select(
         *EXEC_KEYS,
         "pod",
@@ -85,19 +130,17 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
         pl.col("line").alias("end_line"),
         pl.lit("between").alias("gap_kind"),
         "seq",
+        "start_seq",
         "renewal_outcome",
         "late",
+        "deadline",
+        "late_by_ms",
     )
-    # lines logged inside a between-renewals gap: events of the execution between its two bounds
-    prev_seq = ctx.events.select(*EXEC_KEYS, "file", "line", pl.col("seq").alias("start_seq"))
+    # lines logged inside a between-renewals gap: events of the execution between its two bounds. (The
+    # bounds are found by input position, never by file:line: one line can hold several records, as an
+    # OTLP export's batch does, and a join on the line repeated the gap once per record on it.)
     mid = (
-        mid.join(
-            prev_seq,
-            left_on=[*EXEC_KEYS, "start_file", "start_line"],
-            right_on=[*EXEC_KEYS, "file", "line"],
-            how="left",
-        )
-        .join(idx.rename({"idx": "i_end", "work_idx": "w_end"}), on="seq", how="left")
+        mid.join(idx.rename({"idx": "i_end", "work_idx": "w_end"}), on="seq", how="left")
         .join(
             idx.rename({"seq": "start_seq", "idx": "i_start", "work_idx": "w_start"}),
             on="start_seq",
@@ -201,8 +244,14 @@ def check(ctx: CheckContext) -> list[Finding]:
                 f"{who} went {size} without a renewal attempt on {r['job_id']} (from {when(r['gap_start'], ck)} "
                 f"to {when(r['gap_end'], ck)}; {iv}): {cause}."
             )
-            if r["late"] or r["renewal_outcome"] != "success":
+            # too late only when it really came after the lease had run out (its deadline), whatever it said
+            if (r["late_by_ms"] or 0) > 0:
                 message += " The renewal that ended the gap came too late to keep the lease."
+            elif r["renewal_outcome"] != "success":
+                message += (
+                    f" The renewal that ended the gap failed ({r['renewal_outcome']}) before the lease ran out"
+                    f" at {when(r['deadline'], ck)} (see renewal_failed)."
+                )
         else:
             message = (
                 f"{who}'s renewals of {r['job_id']} stopped after {when(r['gap_start'], ck)} while it kept "

@@ -17,6 +17,7 @@ import polars as pl
 from leaselog.checks.base import CheckContext, ev, events_where, ms_expr, renewal_phrase, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
+from leaselog.reconstruct import WORK_EVENTS
 
 CODE = "LL203"
 KIND = "ownership_loss_unhandled"
@@ -41,29 +42,37 @@ def check(ctx: CheckContext) -> list[Finding]:
     if u.height == 0:
         return []
     keys = ["job_id", "execution_id"]
-    # what happened on the line that cast doubt, and on the last work line (joined, not looked up per row)
-    line_ev = ctx.events.select(
-        *keys, "file", "line", "event", "raw_event", "renewal_outcome", "reason"
-    ).unique([*keys, "file", "line"], keep="first")
+    # what happened on the line that cast doubt, and on the last work line (joined, not looked up per row).
+    # One line can hold several records (an OTLP export's batch): only the record of the right kind, at
+    # the right moment, is taken, and at most one per line, so a finding is never repeated.
+    cols = [*keys, "file", "line", "t", "event", "raw_event", "renewal_outcome", "reason"]
+    doubt_ev = events_where(ctx, pl.col("event").is_in(["lease_renewal", "ownership_lost"]), cols).unique(
+        [*keys, "file", "line", "t"], keep="first", maintain_order=True
+    )
+    work_ev = events_where(ctx, pl.col("event").is_in(WORK_EVENTS), cols).unique(
+        [*keys, "file", "line", "t"], keep="last", maintain_order=True
+    )
     u = u.join(
-        line_ev.rename(
+        doubt_ev.rename(
             {
                 "file": "ownership_uncertain_file",
                 "line": "ownership_uncertain_line",
+                "t": "ownership_uncertain_at",
                 "event": "cause_event",
                 "raw_event": "cause_raw",
             }
         ),
-        on=[*keys, "ownership_uncertain_file", "ownership_uncertain_line"],
+        on=[*keys, "ownership_uncertain_file", "ownership_uncertain_line", "ownership_uncertain_at"],
         how="left",
     ).join(
-        line_ev.select(
+        work_ev.select(
             *keys,
             pl.col("file").alias("last_work_file"),
             pl.col("line").alias("last_work_line"),
+            pl.col("t").alias("last_work_at"),
             pl.coalesce("raw_event", "event").alias("last_name"),
         ),
-        on=[*keys, "last_work_file", "last_work_line"],
+        on=[*keys, "last_work_file", "last_work_line", "last_work_at"],
         how="left",
     )
     accepted = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, ms_expr, when
+from leaselog.checks.base import STOP_STATUSES, CheckContext, ev, ms_expr, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -62,7 +62,12 @@ def check(ctx: CheckContext) -> list[Finding]:
     slo = ctx.settings.stop_slo_ms
     # an ownership loss with no stop request counts here only when the worker did stop in the end;
     # one that just kept working is ownership_loss_unhandled's finding, not a slow stop
-    handled = (pl.col("stop_from_kind") == "stop request") | (
+    # a requested stop the job never honoured (it ran on to a normal finish) is stop_ignored's finding
+    # (LL206), whatever its delay
+    stopped = (pl.col("end_event") == "job_stopped") | pl.col("finish_status").str.to_lowercase().is_in(
+        STOP_STATUSES
+    ).fill_null(False)
+    handled = ((pl.col("stop_from_kind") == "stop request") & ~(pl.col("confirmed") & ~stopped)) | (
         pl.col("confirmed") & (pl.col("end_event") == "job_stopped")
     )
     d = (
@@ -81,7 +86,10 @@ def check(ctx: CheckContext) -> list[Finding]:
         if r["confirmed"] and r["end_event"] == "job_stopped":
             message = f"{start} and confirmed it stopped at {when(r['stop_to'], ck)}"
         elif r["confirmed"]:
-            message = f"{start} but did not stop: it finished its work at {when(r['stop_to'], ck)}"
+            message = (
+                f"{start} and confirmed it stopped at {when(r['stop_to'], ck)} (job_finished, status "
+                f"{r['finish_status']})"
+            )
         else:
             message = (
                 f"{start}; no stop was ever confirmed, and it was still working at {when(r['stop_to'], ck)}"

@@ -27,9 +27,11 @@ from leaselog.checks.base import (
     handover_skew_columns,
     moments,
     ms_expr,
+    skew_details,
     text,
 )
 from leaselog.findings import NO_LINE, Evidence, Finding, Severity
+from leaselog.reconstruct import NEVER_RAN
 
 CODE = "LL401"
 KIND = "second_attempt"
@@ -84,9 +86,14 @@ def _identity(suffix: str = "") -> pl.Expr:
 
 
 def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
-    """One row per non-first attempt of a job: the earlier attempt it is compared with, and its trigger."""
+    """One row per non-first attempt of a job: the earlier attempt it is compared with, and its trigger.
+
+    Only attempts that ran count, on both sides: one the lock turned away (or that was triggered and
+    did nothing more) never ran; `attempts_not_run` (LL402) speaks for those.
+    """
     x = (
         executions.select("job_id", "timeline", *_COLS)
+        .filter(~pl.col("end_kind").is_in(NEVER_RAN))
         # only a job with several executions on one timeline has a later attempt (most have one)
         .filter(pl.len().over("job_id", "timeline") > 1)
         .with_columns(_identity().alias("identity"), pl.col("message_id").alias("mid"))
@@ -267,16 +274,28 @@ def check(ctx: CheckContext) -> list[Finding]:
             text("pod"),
             _why(),
         ),
-        pl.when(since.is_not_null())
+        pl.when(since >= 0)
         .then(
             pl.format(
-                " It acquired the lock at {}, {} {} {}'s lease ended at {}: lease expiry explains why it "
+                " It acquired the lock at {}, {} after {}'s lease ended at {}: lease expiry explains why it "
                 "could acquire, the trigger explains why it tried.",
                 "acquired_when",
                 "since_text",
-                pl.when(since >= 0).then(pl.lit("after")).otherwise(pl.lit("before")),
                 old,
                 "expired_when",
+            )
+        )
+        .when(since < 0)
+        .then(
+            # no duration "since" an expiry that had not happened: name the situation instead
+            pl.format(
+                " It acquired the lock at {} while {}'s lease was still valid (until {}, {} later): two "
+                "leases at once (see concurrent_leases), so no lease expiry explains why it could acquire; "
+                "the trigger explains why it tried.",
+                "acquired_when",
+                old,
+                "expired_when",
+                "since_text",
             )
         )
         .when(pl.col("denied_at_new").is_not_null())
@@ -323,16 +342,24 @@ def check(ctx: CheckContext) -> list[Finding]:
                 pods=(pod,) if pod == pod_new else (pod, pod_new),
                 start=start_new,
                 end=start_new,
-                duration_ms=since_ms,
+                # never negative: an acquisition before the earlier lease ended has no time "since"
+                duration_ms=since_ms if since_ms is not None and since_ms >= 0 else None,
                 trigger=path,
                 message=message,
                 evidence=evidence,
                 details={
-                    "sincePreviousLeaseExpiryMs": since_ms,
+                    "sincePreviousLeaseExpiryMs": since_ms
+                    if since_ms is not None and since_ms >= 0
+                    else None,
+                    **(
+                        {"acquiredBeforeLeaseEndMs": -since_ms}
+                        if since_ms is not None and since_ms < 0
+                        else {}
+                    ),
                     "attemptNumber": n + 1,
                     "sameMessage": same,
                     "missingFields": missing if path == "unknown" else [],
-                    "skewBoundMs": skew_bound,
+                    **skew_details(skew_bound),
                 },
             )
         )

@@ -67,7 +67,8 @@ def check(ctx: CheckContext) -> list[Finding]:
             Finding(
                 kind=KIND,
                 code=CODE,
-                severity=SEVERITY,
+                # what the logs cannot prove is never an error
+                severity=SEVERITY if certainty == "certain" else "warning",
                 certainty=certainty,
                 job_id=r["job_id"],
                 execution_ids=(r["execution_id"], r["hi_execution_id"]),

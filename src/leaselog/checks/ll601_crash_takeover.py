@@ -18,7 +18,15 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_for, ev, handover_skew_note, ms_expr, when
+from leaselog.checks.base import (
+    CheckContext,
+    certainty_for,
+    ev,
+    handover_skew_note,
+    ms_expr,
+    skew_details,
+    when,
+)
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 
@@ -144,10 +152,27 @@ def check(ctx: CheckContext) -> list[Finding]:
                 skew_bound, skew_note = handover_skew_note(
                     r["pod"], r["taker_pod"], r["takeover_ms"], r["confirm_latency_ms"]
                 )
+            takeover, since_last = r["takeover_ms"], r["from_last_line_ms"]
+            # no negative figure: a taker that acquired before the lease expired (or before the last line)
+            # is named as such
+            if takeover is None:
+                after_expiry = "with no known lease expiry"
+            elif takeover >= 0:
+                after_expiry = f"{format_duration(takeover)} after the lease expired"
+            else:
+                after_expiry = (
+                    f"{format_duration(-takeover)} before the lease expired (two leases at once: see "
+                    "concurrent_leases)"
+                )
+            if since_last >= 0:
+                after_last = f"{format_duration(since_last)} after the last line seen"
+            else:
+                after_last = (
+                    f"{format_duration(-since_last)} before the last line seen (it was still logging)"
+                )
             message = (
                 f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
-                f"{format_duration(r['takeover_ms'])} after the lease expired, "
-                f"{format_duration(r['from_last_line_ms'])} after the last line seen, "
+                f"{after_expiry}, {after_last}, "
                 f"{'within' if within else 'over'} the {format_duration(slo)} takeover target.{skew_note}{caveat}"
             )
             ids = (r["execution_id"], r["taker"])
@@ -164,14 +189,20 @@ def check(ctx: CheckContext) -> list[Finding]:
                 pods=pods,
                 start=r["last_seen"],
                 end=r["taker_at"] if r["taker"] is not None else r["valid_until"],
-                duration_ms=r["takeover_ms"],
+                duration_ms=r["takeover_ms"]
+                if r["takeover_ms"] is not None and r["takeover_ms"] >= 0
+                else None,
                 message=message,
                 evidence=tuple(evidence),
                 details={
-                    "fromLastLineMs": r["from_last_line_ms"],
+                    "fromLastLineMs": (
+                        r["from_last_line_ms"]
+                        if r["from_last_line_ms"] is None or r["from_last_line_ms"] >= 0
+                        else None
+                    ),
                     "takeoverSloMs": slo,
                     "withinTarget": None if r["taker"] is None else r["from_last_line_ms"] <= slo,
-                    "skewBoundMs": skew_bound,
+                    **skew_details(skew_bound),
                     "leaseExpiredAt": None if r["valid_until"] is None else r["valid_until"].isoformat(),
                 },
             )

@@ -61,7 +61,11 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
     ex = (
         ctx.executions.filter(pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null())
         .join(zombie_keys, on=EXEC_KEYS, how="left")
-        .with_columns(pl.col("outlived").fill_null(False))
+        .with_columns(
+            pl.col("outlived").fill_null(False),
+            # a runtime is never negative in a figure (a finish logged before its start: lines out of order)
+            pl.col("runtime_ms").clip(lower_bound=0),
+        )
     )
     if ex.height == 0:
         return pl.DataFrame()
