@@ -199,6 +199,21 @@ FIXTURES = [
         kept=True,
     ),
     Fixture(
+        "timeout-within-lease",
+        "A's renewal timed out in a Redis stall; A (retrying at the next tick) finished 425 ms later, well "
+        "inside the lease its last confirmed renewal gave it, and its release deleted the key: "
+        "ownership_loss_unhandled at error says it lost its hold",
+        _kept("timeout-within-lease"),  # run 49 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
+        "negative-gap-message",
+        "a second attempt acquired a few ms 'before' the earlier lease ended by skewed clocks: durationMs "
+        "is left out, but the message still says 'the -Nms gap'",
+        _kept("negative-gap-message"),  # run 149 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
         "late-renewal-success",
         "a renewal that timed out, then one that succeeded after the local deadline (late): Redis did "
         "extend the lease, yet lease_outlived measures the zombie time from before it (1465 ms against "

@@ -161,6 +161,27 @@ def test_a_figure_beyond_tolerance_is_a_figure_error() -> None:
     assert not score(skewed, _doc(*far)).failed
 
 
+def test_a_missing_figure_is_an_error_only_beyond_the_tolerance() -> None:
+    none = copy.deepcopy(RIGHT)
+    none[0]["durationMs"] = None
+    assert ("figure_error", "overlapping_executions") in _statuses(score(ARTICLE, _doc(*none)))
+    # a 20 ms takeover the clocks can blur either way: no figure is no error
+    crashed = _truth(
+        {
+            "pod-a": [_m("lock_acquired", 0), _m("job_started", 0)],
+            "pod-b": [
+                _m("job_triggered", 1000, trigger="stream", messageId="1-0"),
+                _m("lock_acquired", 1020),
+            ],
+        },
+        paths={"pod-b": "redelivery"},
+        faults=[{"kind": "crash", "role": "A", "startMono": 450, "endMono": 450}],
+    )
+    takeover = _f("crash_takeover", ["attempt-a", "attempt-b"], "info", certainty="uncertain")
+    second = _f("second_attempt", ["attempt-a", "attempt-b"], trigger="redelivery")
+    assert not score(crashed, _doc(takeover, second)).failed
+
+
 def test_a_wrong_trigger_is_a_figure_error() -> None:
     wrong = copy.deepcopy(RIGHT)
     wrong[3]["trigger"] = "unknown"
@@ -403,12 +424,11 @@ def test_the_campaign_runs_and_keeps_what_it_scored(ci_campaign: Any) -> None:
 @pytest.mark.redis
 @pytest.mark.xfail(
     strict=False,
-    reason="the checks' false alarms are being fixed on another branch: today the campaign scores false "
-    "overlapping_executions / second_attempt / crash_takeover naming attempts the lock turned away, "
-    "concurrent_leases and overlaps uncertain at error, negative second_attempt / crash_takeover durations, "
-    "second_attempt trigger unknown after a scheduler attempt, missed stop_not_honoured, lease_outlived "
-    "and ownership_loss_unhandled after retried renewals, and loki (newest first) / otlp (repeated "
-    "findings) shape differences",
+    reason="open defects the campaign still finds after the checks' fixes: Loki exports (newest first) "
+    "read in file order (negative renewal spacings, false lease_outlived), second_attempt trigger unknown "
+    "after a scheduler attempt and attempts ordered by their first line under skewed clocks, negative "
+    "gaps in second_attempt messages, crash_takeover and lease_outlived figures, ownership_loss_unhandled "
+    "after a timed-out renewal inside the lease, concurrent_leases after a timed-out release",
 )
 def test_the_campaign_has_no_miss_no_false_finding_no_figure_error(ci_campaign: Any) -> None:
     camp, _out = ci_campaign

@@ -1,8 +1,7 @@
 """Regression tests built from lab runs: each kept run (tests/fixtures/lab/<name>/, recorded by
 lab_fixtures.py on a real Redis) rendered in the shape it names, analyzed, and scored against its truth.
 
-A run whose defect is still open on this branch is an expected failure (xfail, not strict): the checks are
-fixed on another branch; once merged these pass, and the mark goes.
+A run whose defect is still open is an expected failure (xfail, not strict); once fixed it joins PASSING.
 """
 
 from __future__ import annotations
@@ -16,8 +15,19 @@ from lab_fixtures import FIXTURES, ROOT, Fixture
 
 from leaselog.reproduce.campaign import score_run
 
-# fixed here already: these must stay right
-PASSING = {"gelf-app-host", "wait-then-acquire"}
+# fixed (the checks' fixes for issue 12 are merged): these must stay right
+PASSING = {
+    "gelf-app-host",
+    "wait-then-acquire",
+    "denied-attempt",
+    "crash-before-lock",
+    "quick-retry-interval",
+    "otlp-batch",
+    "stop-ignored",
+    "skewed-handover",
+    "skewed-crash-takeover",
+    "retry-spacing-interval",
+}
 
 
 def _param(fx: Fixture) -> object:

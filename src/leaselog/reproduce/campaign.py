@@ -138,10 +138,7 @@ def run_one(plan: Plan, target: Any, folder: Path, diff: bool = True) -> RunResu
     rs, _doc = score_folder(folder, truth, plan.shape)
     diffs = differential(folder, truth) if diff else {}
     result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
-    (folder / "score.json").write_text(
-        json.dumps({**rs.to_dict(), "shapeDiffs": diffs, "plan": plan.describe()}, indent=1) + "\n",
-        encoding="utf-8",
-    )
+    _write_score(result)
     return result
 
 
@@ -152,7 +149,17 @@ def rescore(folder: Path, diff: bool = True) -> RunResult:
     plan = plan_from_dict(truth["plan"])
     rs, _doc = score_folder(folder, truth, plan.shape)
     diffs = differential(folder, truth) if diff else {}
-    return RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
+    result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
+    _write_score(result)
+    return result
+
+
+def _write_score(r: RunResult) -> None:
+    (r.folder / "score.json").write_text(
+        json.dumps({**r.score.to_dict(), "shapeDiffs": r.shape_diffs, "plan": r.plan.describe()}, indent=1)
+        + "\n",
+        encoding="utf-8",
+    )
 
 
 @dataclass

@@ -147,8 +147,10 @@ def _replay_campaign(folder: Path, runs: list[Path], diff: bool, console: Consol
     camp = Campaign(seeds.pop() if len(seeds) == 1 else -1, results)
     rep = camp.report()
     console.print(table_of(rep["table"], f"{folder}: {len(results)} kept runs scored again"))
-    if rep["failedRuns"]:
-        console.print(f"[red]{len(rep['failedRuns'])} run(s) fail[/red]: {', '.join(rep['failedRuns'])}")
+    failed = rep["failedRuns"]
+    if failed:
+        shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")
+        console.print(f"[red]{len(failed)} of {len(results)} run(s) fail[/red]: {shown}", highlight=False)
     return 0 if camp.ok else 1
 
 

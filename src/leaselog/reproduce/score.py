@@ -21,8 +21,8 @@ The standard is the project's (TRUTH.md), per finding kind:
   concurrent lease naming an attempt that never acquired the lock, an uncertain finding at error, an uncertain
   overlap or zombie larger than max-skew + twice the largest offset, two identical findings (kind,
   executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
-- figure errors: a matched figure off by more than 50 ms + twice the largest clock offset; for
-  second_attempt the figure is the trigger path.
+- figure errors: a matched figure off by more than 50 ms + twice the largest clock offset, or missing
+  where the true figure exceeds that tolerance; for second_attempt the figure is the trigger path.
 Findings are matched to the truth by the workers' executionIds and the kind.
 """
 
@@ -345,7 +345,13 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         truth_fig = None if e.figure is None else round(e.figure, 1)
         shown = trig if e.trigger is not None else best if e.figure is not None else None
         rs.items.append(Item(e.kind, "found", list(e.eids), "expected", truth_fig or e.trigger, shown))
-        if e.figure is not None and e.kind != NOT_HONOURED and (best is None or abs(best - e.figure) > tol):
+        # no figure at all is an error only where the truth's figure was beyond what skewed clocks can blur
+        off = (
+            abs(best - e.figure) > tol
+            if best is not None and e.figure is not None
+            else (e.figure or 0.0) > tol
+        )
+        if e.figure is not None and e.kind != NOT_HONOURED and off:
             why = f"figure off by more than {tol:.0f} ms"
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, truth_fig, best))
         if e.trigger is not None and e.trigger not in trig:
