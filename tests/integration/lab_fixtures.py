@@ -104,7 +104,8 @@ FIXTURES = [
     ),
     Fixture(
         "gelf-app-host",
-        "GELF with the application name in `host` on every pod: the file name is the pod",
+        "GELF with the application name in `host` on every pod: the file name must be the pod (it scores "
+        "clean, yet leaselog merges the pods into one `report-worker`: the shape test below catches it)",
         _plan(
             5,
             "gelf-app-host",

@@ -10,6 +10,7 @@ missed / false / figure error.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 from typing import Any
 
@@ -371,13 +372,18 @@ def test_differences_between_shapes() -> None:
     other.append(RIGHT[2])
     diffs = differences(ref, signature(_doc(*other), "report-1"), 50)
     assert len(diffs) == 2
-    assert "stale_release attempt-a: 1 in flat, 2 here" in diffs
+    assert "stale_release attempt-a (warning, certain, ): 1 in flat, 2 here" in diffs
+    # the same finding from merged pods (GELF's app name in `host`) or with another certainty differs too
+    merged = copy.deepcopy(RIGHT)
+    merged[0]["pods"] = ["report-worker"]
+    merged[1]["certainty"] = "uncertain"
+    assert len(differences(ref, signature(_doc(*merged), "report-1"), 50)) == 4
 
 
 def test_draws_are_reproducible_and_cover_the_space() -> None:
     plans = [draw(5, i) for i in range(300)]
     assert draw(5, 17) == plans[17]
-    assert plan_from_dict(__import__("dataclasses").asdict(plans[3])) == plans[3]
+    assert plan_from_dict(dataclasses.asdict(plans[3])) == plans[3]
     assert {p.fault for p in plans} == set(FAULTS)
     assert {q.path for p in plans for q in p.pods[1:]} == set(PATHS)
     assert {p.shape for p in plans} == set(shapes.SHAPES)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lab_fixtures import FIXTURES, ROOT, Fixture
 
-from leaselog.reproduce.campaign import score_run
+from leaselog.reproduce.campaign import differential, score_run
 
 # fixed (the checks' fixes for issue 12 are merged): these must stay right
 PASSING = {
@@ -60,3 +60,29 @@ def test_the_kept_run_scores_clean(fx: Fixture, tmp_path: Path) -> None:
         if i.status in ("missed", "false", "figure_error")
     ]
     assert bad == []
+
+
+# (fixture, shape) pairs whose defect was a log shape read differently from the flat logs
+SHAPE_CASES = [
+    ("otlp-batch", "otlp", ""),
+    ("gelf-app-host", "gelf-app-host", "GELF's app name in `host` merges every pod into one"),
+    (
+        "skewed-handover",
+        "gelf-app-host",
+        "merged GELF pods turn the skewed handover into a certain concurrent_leases",
+    ),
+    ("loki-newest-first", "loki", "a Loki export (newest first) is taken in file order"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        pytest.param(n, s, id=f"{n}-{s}", marks=[pytest.mark.xfail(strict=False, reason=why)] if why else [])
+        for n, s, why in SHAPE_CASES
+    ],
+)
+def test_the_kept_run_reads_the_same_in_that_shape(name: str, shape: str) -> None:
+    folder = ROOT / name
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    assert differential(folder, truth, [shape]) == {}
