@@ -358,6 +358,11 @@ def test_a_crash_taken_over_is_expected_with_its_takeover_figure() -> None:
         paths={"pod-b": "redelivery"},
         faults=[{"kind": "crash", "role": "A", "startMono": 450, "endMono": 450}],
     )
+    # crashed, and nothing took over: saying so is true (tolerated), not expected
+    alone = {**crashed, "moments": {"pod-a": crashed["moments"]["pod-a"]}}
+    assert expectations(alone) == []
+    lost = _f("crash_takeover", ["attempt-a"], "warning", message="the job was not taken over")
+    assert _statuses(score(alone, _doc(lost))) == [("tolerated", "crash_takeover")]
     got = {e.kind: e for e in expectations(crashed)}
     assert set(got) == {"crash_takeover", "second_attempt"}
     assert got["crash_takeover"].figure == 20  # lease from the 300 ms renewal: expired at 1300

@@ -15,7 +15,9 @@ The standard is the project's (TRUTH.md), per finding kind:
   a pause, a network cut or a Redis stall hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
   a stop never honoured or within 50 ms of the target; completion_rejected; stale_write_accepted for a
   completion accepted after its own lease ended; release_failed where the release did not delete;
-  lease_settings; second_attempt at info for an attempt the lock turned away or for the first execution;
+  lease_settings; crash_takeover on an execution that did crash holding its lease, even when nothing took
+  over (a true statement: the job was lost); second_attempt at info for an attempt the lock turned away
+  or for the first execution;
   an uncertain finding below error whose figure is within max-skew + twice the largest clock offset.
 - false: anything else at warning or error; and, whatever else (info too), an overlap, zombie, crash or
   concurrent lease naming an attempt that never acquired the lock, an uncertain finding at error, an uncertain
@@ -228,6 +230,8 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "advice"
     if kind == "completion_rejected":
         return "a fenced or duplicate completion"
+    if kind == "crash_takeover" and hit and hit[0].crashed and hit[0].acquired is not None:
+        return "it did crash holding the lease (not taken over: the job was lost)"
     if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
         return "a renewal that succeeded after the local deadline (late)"
     if kind == "renewal_gap":
