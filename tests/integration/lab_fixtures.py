@@ -104,7 +104,8 @@ FIXTURES = [
     ),
     Fixture(
         "gelf-app-host",
-        "GELF with the application name in `host` on every pod: the file name is the pod",
+        "GELF with the application name in `host` on every pod: the file name must be the pod (it scores "
+        "clean, yet leaselog merges the pods into one `report-worker`: the shape test below catches it)",
         _plan(
             5,
             "gelf-app-host",
@@ -164,6 +165,54 @@ FIXTURES = [
                 PodPlan("C", "duplicate_publish", 2400, "wait-silent", 5, 0),
             ],
         ),
+    ),
+    Fixture(
+        "skewed-crash-takeover",
+        "A (clock +100 ms) is SIGKILLed, B (a duplicate publish, clock +5 ms) takes over after A's lease "
+        "expired: crash_takeover.durationMs is negative (-90 ms) instead of saying the clocks disagree",
+        _kept("skewed-crash-takeover"),  # run 16 of campaign seed 7
+        kept=True,
+    ),
+    Fixture(
+        "trigger-before-acquire",
+        "B (a poller, waiting silently for the lock) logs its job_triggered before A's lock_acquired by "
+        "A's clock (+100 ms): attempts ordered by their first line make A the second attempt of B "
+        "(negative duration) and B's own second_attempt goes missing",
+        _plan(
+            12,
+            "flat",
+            [_a(units=12, offset=100), PodPlan("B", "poll", 0, "wait-silent", 5, 0)],
+        ),
+    ),
+    Fixture(
+        "retry-spacing-interval",
+        "A's renewals fail during an ACL network cut and are retried every 306 ms; C, a later healthy "
+        "execution, renews on its 625 ms schedule and gets renewal_gap warnings (the 306 ms retry spacing "
+        "became the inferred interval): the issue's defect 2",
+        _kept("retry-spacing-interval"),  # run 115 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
+        "release-timeout-handover",
+        "C's owner-checked release timed out on a loaded host (Redis did delete the key: E acquired it "
+        "next); leaselog keeps C's lease valid to its TTL and reports concurrent_leases, certain, at error",
+        _kept("release-timeout-handover"),  # run 138 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
+        "timeout-within-lease",
+        "A's renewal timed out in a Redis stall; A (retrying at the next tick) finished 425 ms later, well "
+        "inside the lease its last confirmed renewal gave it, and its release deleted the key: "
+        "ownership_loss_unhandled at error says it lost its hold",
+        _kept("timeout-within-lease"),  # run 49 of campaign seed 2026
+        kept=True,
+    ),
+    Fixture(
+        "negative-gap-message",
+        "a second attempt acquired a few ms 'before' the earlier lease ended by skewed clocks: durationMs "
+        "is left out, but the message still says 'the -Nms gap'",
+        _kept("negative-gap-message"),  # run 149 of campaign seed 2026
+        kept=True,
     ),
     Fixture(
         "late-renewal-success",

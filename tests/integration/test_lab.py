@@ -10,6 +10,7 @@ missed / false / figure error.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import shutil
 from typing import Any
 
@@ -161,6 +162,27 @@ def test_a_figure_beyond_tolerance_is_a_figure_error() -> None:
     assert not score(skewed, _doc(*far)).failed
 
 
+def test_a_missing_figure_is_an_error_only_beyond_the_tolerance() -> None:
+    none = copy.deepcopy(RIGHT)
+    none[0]["durationMs"] = None
+    assert ("figure_error", "overlapping_executions") in _statuses(score(ARTICLE, _doc(*none)))
+    # a 20 ms takeover the clocks can blur either way: no figure is no error
+    crashed = _truth(
+        {
+            "pod-a": [_m("lock_acquired", 0), _m("job_started", 0)],
+            "pod-b": [
+                _m("job_triggered", 1000, trigger="stream", messageId="1-0"),
+                _m("lock_acquired", 1020),
+            ],
+        },
+        paths={"pod-b": "redelivery"},
+        faults=[{"kind": "crash", "role": "A", "startMono": 450, "endMono": 450}],
+    )
+    takeover = _f("crash_takeover", ["attempt-a", "attempt-b"], "info", certainty="uncertain")
+    second = _f("second_attempt", ["attempt-a", "attempt-b"], trigger="redelivery")
+    assert not score(crashed, _doc(takeover, second)).failed
+
+
 def test_a_wrong_trigger_is_a_figure_error() -> None:
     wrong = copy.deepcopy(RIGHT)
     wrong[3]["trigger"] = "unknown"
@@ -192,6 +214,16 @@ def test_an_unjustified_finding_is_false(finding: dict[str, Any], why: str) -> N
     assert rs.failed
     falses = [i for i in rs.items if i.status == "false"]
     assert [(i.kind, why in i.why) for i in falses] == [(finding["kind"], True)]
+
+
+def test_an_attempt_that_never_acquired_never_ran_at_any_severity() -> None:
+    crash = _f("crash_takeover", ["attempt-c", "attempt-b"], "info")
+    falses = [i for i in score(ARTICLE, _doc(*RIGHT, crash)).items if i.status == "false"]
+    assert [i.kind for i in falses] == ["crash_takeover"]
+    assert "never acquired" in falses[0].why
+    # an info finding about executions that did run is no concern of the scorer
+    ok = _f("crash_takeover", ["attempt-a", "attempt-b"], "info")
+    assert not score(ARTICLE, _doc(*RIGHT, ok)).failed
 
 
 def test_always_wrong() -> None:
@@ -268,15 +300,22 @@ def test_plausible_findings_are_tolerated() -> None:
     starved = copy.deepcopy(CLEAN)
     starved["moments"]["pod-a"] = [m for m in starved["moments"]["pod-a"] if m["monoMs"] != 605]
     assert not score(starved, _doc(_f("renewal_gap", ["attempt-a"]))).failed
-    # uncertain, below error, within max-skew + offsets: the logs cannot order it
-    unsure = _f(
-        "overlapping_executions",
-        ["attempt-a", "attempt-b"],
-        "warning",
-        certainty="uncertain",
-        durationMs=30.0,
-    )
-    assert not score(CLEAN, _doc(unsure)).failed
+    # uncertain, below error, within max-skew + offsets: the logs cannot order it (a handover: B acquired
+    # 2 ms after A finished and released)
+    handover = copy.deepcopy(CLEAN)
+    handover["moments"]["pod-b"] = [
+        _m("job_triggered", 500, trigger="stream", messageId="2-0"),
+        _m("lock_acquired", 1403),
+        _m("job_started", 1403),
+        _m("job_finished", 1700),
+        _m("lock_released", 1701, released=True),
+    ]
+    unsure = _f("overlapping_executions", ["attempt-a", "attempt-b"], certainty="uncertain", durationMs=30.0)
+    assert not score(
+        handover, _doc(unsure, _f("second_attempt", ["attempt-a", "attempt-b"], trigger="duplicate_publish"))
+    ).failed
+    # not with an attempt the lock turned away
+    assert score(CLEAN, _doc(unsure)).failed
 
 
 def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:
@@ -319,6 +358,11 @@ def test_a_crash_taken_over_is_expected_with_its_takeover_figure() -> None:
         paths={"pod-b": "redelivery"},
         faults=[{"kind": "crash", "role": "A", "startMono": 450, "endMono": 450}],
     )
+    # crashed, and nothing took over: saying so is true (tolerated), not expected
+    alone = {**crashed, "moments": {"pod-a": crashed["moments"]["pod-a"]}}
+    assert expectations(alone) == []
+    lost = _f("crash_takeover", ["attempt-a"], "warning", message="the job was not taken over")
+    assert _statuses(score(alone, _doc(lost))) == [("tolerated", "crash_takeover")]
     got = {e.kind: e for e in expectations(crashed)}
     assert set(got) == {"crash_takeover", "second_attempt"}
     assert got["crash_takeover"].figure == 20  # lease from the 300 ms renewal: expired at 1300
@@ -333,13 +377,18 @@ def test_differences_between_shapes() -> None:
     other.append(RIGHT[2])
     diffs = differences(ref, signature(_doc(*other), "report-1"), 50)
     assert len(diffs) == 2
-    assert "stale_release attempt-a: 1 in flat, 2 here" in diffs
+    assert "stale_release attempt-a (warning, certain, ): 1 in flat, 2 here" in diffs
+    # the same finding from merged pods (GELF's app name in `host`) or with another certainty differs too
+    merged = copy.deepcopy(RIGHT)
+    merged[0]["pods"] = ["report-worker"]
+    merged[1]["certainty"] = "uncertain"
+    assert len(differences(ref, signature(_doc(*merged), "report-1"), 50)) == 4
 
 
 def test_draws_are_reproducible_and_cover_the_space() -> None:
     plans = [draw(5, i) for i in range(300)]
     assert draw(5, 17) == plans[17]
-    assert plan_from_dict(__import__("dataclasses").asdict(plans[3])) == plans[3]
+    assert plan_from_dict(dataclasses.asdict(plans[3])) == plans[3]
     assert {p.fault for p in plans} == set(FAULTS)
     assert {q.path for p in plans for q in p.pods[1:]} == set(PATHS)
     assert {p.shape for p in plans} == set(shapes.SHAPES)
@@ -412,4 +461,8 @@ def test_replay_scores_a_kept_run_again(ci_campaign: Any) -> None:
     r = camp.results[0]
     rc = main(["reproduce", "replay", str(out / r.plan.name), "--no-diff", "-q"])
     assert rc == (1 if r.score.failed else 0)
-    assert main(["reproduce", "replay", str(out), "-q"]) == 2  # no truth.json there
+    # the whole campaign's folder: every kept run again, the same verdict
+    assert main(["reproduce", "replay", str(out), "--no-diff", "-q"]) == (
+        1 if any(r.score.failed for r in camp.results) else 0
+    )
+    assert main(["reproduce", "replay", str(out / r.plan.name / r.plan.shape), "-q"]) == 2  # no truth.json

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from leaselog.reproduce import shapes
-from leaselog.reproduce.lab import Plan, draw, play
+from leaselog.reproduce.lab import Plan, draw, plan_from_dict, play
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
 
@@ -57,26 +57,33 @@ def analyze_doc(paths: Sequence[Path]) -> dict[str, Any]:
     return leaselog.analyze(list(paths), keep_fields=False).to_dict()
 
 
-def signature(doc: dict[str, Any], job: str) -> dict[tuple[str, tuple[str, ...]], list[float]]:
-    """What must not depend on the log shape: kind, execution ids -> the figures."""
-    out: dict[tuple[str, tuple[str, ...]], list[float]] = {}
+Key = tuple[str, tuple[str, ...], str, str, tuple[str, ...]]
+
+
+def signature(doc: dict[str, Any], job: str) -> dict[Key, list[float]]:
+    """What must not depend on the log shape: kind, execution ids, severity, certainty and pods -> the
+    figures (a shape that merges pods turns cross-pod findings into certain same-pod ones)."""
+    out: dict[Key, list[float]] = {}
     for f in doc["findings"]:
         if f.get("jobId") not in (job, None) or f["kind"] == "lease_settings":
             continue
-        key = (f["kind"], tuple(f.get("executionIds") or ()))
+        key = (
+            f["kind"],
+            tuple(f.get("executionIds") or ()),
+            str(f.get("severity")),
+            str(f.get("certainty")),
+            tuple(sorted(f.get("pods") or ())),
+        )
         out.setdefault(key, []).append(float(f["durationMs"]) if f.get("durationMs") is not None else 0.0)
     return {k: sorted(v) for k, v in out.items()}
 
 
-def differences(
-    ref: dict[tuple[str, tuple[str, ...]], list[float]],
-    got: dict[tuple[str, tuple[str, ...]], list[float]],
-    tol: float,
-) -> list[str]:
+def differences(ref: dict[Key, list[float]], got: dict[Key, list[float]], tol: float) -> list[str]:
     diffs = []
     for key in sorted(set(ref) | set(got)):
         a, b = ref.get(key, []), got.get(key, [])
-        label = f"{key[0]} {','.join(key[1])}"
+        kind, ids, severity, certainty, pods = key
+        label = f"{kind} {','.join(ids)} ({severity}, {certainty}, {','.join(pods)})"
         if len(a) != len(b):
             diffs.append(f"{label}: {len(a)} in flat, {len(b)} here")
         elif any(abs(x - y) > tol for x, y in zip(a, b, strict=True)):
@@ -138,11 +145,28 @@ def run_one(plan: Plan, target: Any, folder: Path, diff: bool = True) -> RunResu
     rs, _doc = score_folder(folder, truth, plan.shape)
     diffs = differential(folder, truth) if diff else {}
     result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
-    (folder / "score.json").write_text(
-        json.dumps({**rs.to_dict(), "shapeDiffs": diffs, "plan": plan.describe()}, indent=1) + "\n",
+    _write_score(result)
+    return result
+
+
+def rescore(folder: Path, diff: bool = True) -> RunResult:
+    """Score a kept run folder again with this leaselog (after a fix), in the shape it drew."""
+    started = time.monotonic()
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    plan = plan_from_dict(truth["plan"])
+    rs, _doc = score_folder(folder, truth, plan.shape)
+    diffs = differential(folder, truth) if diff else {}
+    result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
+    _write_score(result)
+    return result
+
+
+def _write_score(r: RunResult) -> None:
+    (r.folder / "score.json").write_text(
+        json.dumps({**r.score.to_dict(), "shapeDiffs": r.shape_diffs, "plan": r.plan.describe()}, indent=1)
+        + "\n",
         encoding="utf-8",
     )
-    return result
 
 
 @dataclass

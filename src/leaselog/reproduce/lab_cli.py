@@ -9,7 +9,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from leaselog.reproduce.campaign import COLUMNS, Campaign, differential, run_campaign, score_folder
+from leaselog.reproduce.campaign import (
+    COLUMNS,
+    Campaign,
+    differential,
+    rescore,
+    run_campaign,
+    score_folder,
+)
 from leaselog.reproduce.score import RunScore
 from leaselog.reproduce.server import ReproduceError
 
@@ -95,9 +102,11 @@ def _summary(camp: Campaign, folder: Path, console: Console) -> None:
     )
     failed = rep["failedRuns"]
     if failed:
+        shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")
         console.print(
-            f"[red]{len(failed)} run(s) failed[/red], kept for replay under {folder}/: {', '.join(failed)}\n"
-            f"  replay one: leaselog reproduce replay {folder}/{failed[0]}",
+            f"[red]{len(failed)} of {rep['runs']} run(s) failed[/red], kept under {folder}/: {shown}\n"
+            f"  replay one: leaselog reproduce replay {folder}/{failed[0]}\n"
+            f"  all again (after a fix): leaselog reproduce replay {folder}",
             highlight=False,
         )
     else:
@@ -109,11 +118,17 @@ def _summary(camp: Campaign, folder: Path, console: Console) -> None:
 
 
 def replay(folder: Path, shape: str | None, diff: bool, quiet: bool) -> int:
-    """Re-analyze a kept run (its truth.json and flat logs) and score it again."""
+    """Re-analyze a kept run (its truth.json and flat logs) and score it again; given a campaign's folder
+    (run-*/truth.json inside), every kept run, with the campaign's table."""
     console = _wide(quiet)
     truth_path = folder / "truth.json"
+    runs = sorted(p.parent for p in folder.glob("run-*/truth.json"))
+    if not truth_path.is_file() and runs:
+        return _replay_campaign(folder, runs, diff, console)
     if not truth_path.is_file():
-        Console(stderr=True).print(f"[red]error:[/red] no truth.json in {folder}", highlight=False)
+        Console(stderr=True).print(
+            f"[red]error:[/red] no truth.json in {folder} (nor run-*/truth.json)", highlight=False
+        )
         return 2
     truth = json.loads(truth_path.read_text(encoding="utf-8"))
     name = shape or truth["plan"]["shape"]
@@ -126,19 +141,36 @@ def replay(folder: Path, shape: str | None, diff: bool, quiet: bool) -> int:
     return 1 if rs.failed or diffs else 0
 
 
+def _replay_campaign(folder: Path, runs: list[Path], diff: bool, console: Console) -> int:
+    results = [rescore(r, diff) for r in runs]
+    seeds = {r.plan.seed for r in results}
+    camp = Campaign(seeds.pop() if len(seeds) == 1 else -1, results)
+    rep = camp.report()
+    console.print(table_of(rep["table"], f"{folder}: {len(results)} kept runs scored again"))
+    failed = rep["failedRuns"]
+    if failed:
+        shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")
+        console.print(f"[red]{len(failed)} of {len(results)} run(s) fail[/red]: {shown}", highlight=False)
+    return 0 if camp.ok else 1
+
+
 def print_items(rs: RunScore, console: Console) -> None:
-    t = Table(show_edge=False)
-    for c in ("status", "kind", "executions", "truth", "leaselog", "why"):
-        t.add_column(c)
+    """One line per scored item: status, kind, executions, truth -> leaselog, and why."""
     colour = {"missed": "red", "false": "red", "figure_error": "red", "found": "green"}
     for i in rs.items:
         c = colour.get(i.status, "dim")
-        t.add_row(
-            f"[{c}]{i.status}[/{c}]",
-            i.kind,
-            ",".join(i.execution_ids),
-            "" if i.truth is None else str(i.truth),
-            "" if i.got is None else str(i.got),
-            i.why,
+        figures = ""
+        if i.truth is not None or i.got is not None:
+            figures = f"  truth {_fig(i.truth)} / leaselog {_fig(i.got)}"
+        console.print(
+            f"[{c}]{i.status:<12}[/{c}] {i.kind:<24} {','.join(i.execution_ids):<22}{figures}",
+            highlight=False,
         )
-    console.print(t)
+        if i.status != "found" and i.why != "expected":
+            console.print(f"             [dim]{i.why}[/dim]", highlight=False)
+
+
+def _fig(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.0f}ms"
+    return "-" if v is None else str(v)

@@ -2,25 +2,29 @@
 
 The standard is the project's (TRUTH.md), per finding kind:
 - expected (a miss when absent): overlapping_executions per pair of executions whose true [start, end]
-  intersect; lease_outlived per execution that ran past its lease's true expiry; renewal_failed per
-  execution with a rejected, timed-out, errored or late renewal; stop_delayed per confirmed stop slower than
-  the stop target by more than 50 ms; a stop finding other than stop_delayed (`stop_not_honoured` below)
+  intersect; lease_outlived per execution that ran past its lease's true expiry (a late renewal success
+  counts: Redis did extend the lease); renewal_failed per execution with a rejected, timed-out or errored
+  renewal; stop_delayed per confirmed stop slower than the stop target by more than 50 ms; a stop finding other than stop_delayed (`stop_not_honoured` below)
   per stop requested and never honoured; stale_release per release that deleted nothing; duplicate_effect
   per job with two accepted completions; crash_takeover per crashed execution taken over; second_attempt
   per execution that acquired after another had, with the true trigger path.
   An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
   cannot show it, so its absence is no miss.
-- tolerated (neither found nor false): renewal_gap on an execution a pause, a network cut or a Redis stall
-  hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
+- tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
+  local deadline (late: the worker treats it as failed; TRUTH.md is silent); renewal_gap on an execution
+  a pause, a network cut or a Redis stall hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
   a stop never honoured or within 50 ms of the target; completion_rejected; stale_write_accepted for a
   completion accepted after its own lease ended; release_failed where the release did not delete;
-  lease_settings; second_attempt at info for an attempt the lock turned away or for the first execution;
+  lease_settings; crash_takeover on an execution that did crash holding its lease, even when nothing took
+  over (a true statement: the job was lost); second_attempt at info for an attempt the lock turned away
+  or for the first execution;
   an uncertain finding below error whose figure is within max-skew + twice the largest clock offset.
-- false: anything else at warning or error; and, whatever else, an uncertain finding at error, an uncertain
+- false: anything else at warning or error; and, whatever else (info too), an overlap, zombie, crash or
+  concurrent lease naming an attempt that never acquired the lock, an uncertain finding at error, an uncertain
   overlap or zombie larger than max-skew + twice the largest offset, two identical findings (kind,
   executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
-- figure errors: a matched figure off by more than 50 ms + twice the largest clock offset; for
-  second_attempt the figure is the trigger path.
+- figure errors: a matched figure off by more than 50 ms + twice the largest clock offset, or missing
+  where the true figure exceeds that tolerance; for second_attempt the figure is the trigger path.
 Findings are matched to the truth by the workers' executionIds and the kind.
 """
 
@@ -35,6 +39,8 @@ from typing import Any
 STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
 MAX_SKEW_MS = 250.0  # leaselog's default --max-skew
 BASE_TOLERANCE_MS = 50.0
+# kinds that say their executions ran (held a lease, overlapped, outlived it, crashed holding it)
+RAN_KINDS = ("overlapping_executions", "lease_outlived", "crash_takeover", "concurrent_leases")
 NOT_HONOURED = "stop_not_honoured"
 NEGATIVE = re.compile(r"(?<![\w.:-])-\d+(?:\.\d+)?\s?(?:ms|s|m|h|d)\b")
 
@@ -190,7 +196,7 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
             exp = a.expiry(a.end, lease)
             if exp is not None and a.end > exp:
                 out.append(Expected("lease_outlived", (a.eid,), a.end - exp, optional=a.end - exp <= tol))
-        if any(r["renewalOutcome"] != "success" or r.get("late") for r in a.renewals()):
+        if any(r["renewalOutcome"] != "success" for r in a.renewals()):
             out.append(Expected("renewal_failed", (a.eid,)))
         if a.stop_requested is not None and a.stopped is not None:
             delay = a.stopped - a.stop_requested
@@ -224,6 +230,10 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "advice"
     if kind == "completion_rejected":
         return "a fenced or duplicate completion"
+    if kind == "crash_takeover" and hit and hit[0].crashed and hit[0].acquired is not None:
+        return "it did crash holding the lease (not taken over: the job was lost)"
+    if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
+        return "a renewal that succeeded after the local deadline (late)"
     if kind == "renewal_gap":
         for a in hit:
             why = _renewal_trouble(a, truth)
@@ -329,18 +339,26 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         used.update(hits)
         if not hits:
             status = "optional" if e.optional else "missed"
-            rs.items.append(Item(e.kind, status, list(e.eids), "expected", e.figure or e.trigger))
+            truth_fig = None if e.figure is None else round(e.figure, 1)
+            rs.items.append(Item(e.kind, status, list(e.eids), "expected", truth_fig or e.trigger))
             continue
-        rs.items.append(Item(e.kind, "found", list(e.eids), "expected", e.figure or e.trigger))
         got = [findings[i] for i in hits]
-        if e.figure is not None and e.kind != NOT_HONOURED:
-            figs = [f["durationMs"] for f in got if f.get("durationMs") is not None]
-            best = min(figs, key=lambda x: abs(x - (e.figure or 0.0)), default=None)
-            if best is None or abs(best - e.figure) > tol:
-                why = f"figure off by more than {tol:.0f} ms"
-                rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, round(e.figure, 1), best))
-        if e.trigger is not None and not any(f.get("trigger") == e.trigger for f in got):
-            trig = sorted({str(f.get("trigger")) for f in got})
+        figs = [f["durationMs"] for f in got if f.get("durationMs") is not None]
+        best = min(figs, key=lambda x: abs(x - (e.figure or 0.0)), default=None)
+        trig = sorted({str(f.get("trigger")) for f in got})
+        truth_fig = None if e.figure is None else round(e.figure, 1)
+        shown = trig if e.trigger is not None else best if e.figure is not None else None
+        rs.items.append(Item(e.kind, "found", list(e.eids), "expected", truth_fig or e.trigger, shown))
+        # no figure at all is an error only where the truth's figure was beyond what skewed clocks can blur
+        off = (
+            abs(best - e.figure) > tol
+            if best is not None and e.figure is not None
+            else (e.figure or 0.0) > tol
+        )
+        if e.figure is not None and e.kind != NOT_HONOURED and off:
+            why = f"figure off by more than {tol:.0f} ms"
+            rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, truth_fig, best))
+        if e.trigger is not None and e.trigger not in trig:
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), "wrong trigger path", e.trigger, trig))
         skewable = e.kind in ("overlapping_executions", "lease_outlived") and (e.figure or 0.0) > bound
         for i in hits:
@@ -356,8 +374,12 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
         elif f.get("severity") in ("warning", "error"):
             wrong.setdefault(i, []).append("not justified by the truth")
     # always wrong, matched or not
+    never = {a.eid for a in ats.values() if a.acquired is None}
     seen: Counter[tuple[Any, ...]] = Counter()
     for i, f in enumerate(findings):
+        if f["kind"] in RAN_KINDS and never & set(f.get("executionIds") or ()):
+            # whatever its severity: an attempt that never acquired never ran
+            wrong.setdefault(i, []).append("names an attempt that never acquired the lock as an execution")
         key = (f["kind"], tuple(f.get("executionIds") or ()), f.get("start"), f.get("end"))
         seen[key] += 1
         if seen[key] >= 2:
