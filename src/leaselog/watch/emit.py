@@ -45,6 +45,7 @@ class Entry:
     doc: dict[str, Any]
     state: str
     written_at: float
+    written_doc: dict[str, Any]  # as last written
     changed: bool = False  # differs from what was last written (an open finding waiting for its slot)
 
 
@@ -85,7 +86,7 @@ class Ledger:
             state = "final" if ended(f) else "open"
             e = self.entries.get(key)
             if e is None:
-                self.entries[key] = Entry(f, doc, state, now)
+                self.entries[key] = Entry(f, doc, state, now, doc)
                 self.by_job.setdefault(f.job_id, set()).add(key)
                 self._write(doc, state, f)
                 continue
@@ -93,9 +94,12 @@ class Ledger:
                 continue
             if e.state == "withdrawn" or e.doc != doc or e.state != state:
                 e.finding, e.doc = f, doc
-            due = state != e.state or now - e.written_at >= self.open_every_s or state == "final"
+            # what a responder acts on (state, certainty, severity, executions) is written at once; a
+            # figure that grows ("so far") at most once per `open_every_s`
+            material = state != e.state or _gist(doc) != _gist(e.written_doc)
+            due = material or now - e.written_at >= self.open_every_s or state == "final"
             if due:
-                e.state, e.written_at, e.changed = state, now, False
+                e.state, e.written_at, e.changed, e.written_doc = state, now, False, doc
                 self._write(doc, state, f)
             else:
                 e.changed = True
@@ -114,7 +118,7 @@ class Ledger:
         now = self.clock()
         for e in self.entries.values():
             if e.changed and now - e.written_at >= self.open_every_s:
-                e.written_at, e.changed = now, False
+                e.written_at, e.changed, e.written_doc = now, False, e.doc
                 self._write(e.doc, e.state, e.finding)
 
     def close_all(self) -> None:
@@ -143,6 +147,10 @@ class Ledger:
             self.out.flush()
         for listen in self.listeners:
             listen(line, f)
+
+
+def _gist(doc: dict[str, Any]) -> tuple[Any, ...]:
+    return (doc["certainty"], doc["severity"], doc["executionIds"], doc.get("trigger"))
 
 
 def at_or_above(severity: str, limit: str | None) -> bool:

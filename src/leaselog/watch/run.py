@@ -23,8 +23,8 @@ from leaselog.config import Settings
 from leaselog.findings import Finding, sort_findings
 from leaselog.watch.emit import Ledger, identity
 from leaselog.watch.follow import STDIN, Follower
+from leaselog.watch.live_rules import EXEC_COLUMNS, GRACE, RUNNING, hold_back, live_overlaps, still_running
 from leaselog.watch.state import Engine, LiveState
-from leaselog.watch.wallclock import EXEC_COLUMNS, still_running
 
 Listener = Callable[[dict[str, Any], Finding], None]
 
@@ -65,6 +65,7 @@ class Watcher:
         self.last_growth = time.monotonic()
         self.last_line_at: float | None = None  # monotonic time of the last line read
         self.ticks = 0
+        self.recheck: set[str] = set()  # jobs with findings held back (live_rules.hold_back)
         self.observers: list[Callable[[Watcher], None]] = []  # the live view, metrics: called each tick
 
     # -- the loop ----------------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ class Watcher:
     def run(self) -> WatchResult:
         watcher = self._start_inotify() if self.o.use_inotify else None
         previous = self._trap_signals()
-        last_fleet = last_forget = time.monotonic()
+        last_fleet = last_forget = last_recheck = time.monotonic()
         try:
             while not self.stop.is_set():
                 self.follower.wake.wait(self.o.tick_s)
@@ -82,6 +83,9 @@ class Watcher:
                 if now - last_fleet >= self.o.fleet_every_s:
                     last_fleet = now
                     self._fleet()
+                if self.recheck and now - last_recheck >= 1.0:
+                    last_recheck = now
+                    self._apply(self.state.run(set(self.recheck)))
                 if now - last_forget >= 5.0:
                     last_forget = now
                     self._forget()
@@ -130,9 +134,23 @@ class Watcher:
             self.execs = pl.concat([kept, fresh], how="vertical_relaxed")
         else:
             self.execs = fresh
-        extra = self._still_running(eng.jobs)
-        found = {identity(f) for f in eng.findings}
-        findings = eng.findings + [f for f in extra if identity(f) not in found]
+        findings = list(eng.findings)
+        found = {identity(f) for f in findings}
+        now = datetime.now(UTC)
+        newest = self.state.newest
+        # live (the newest line is recent), a running execution runs until now; else until the newest line
+        horizon = now if newest is not None and now - newest < GRACE else newest
+        for f in [*live_overlaps(eng.ctx, horizon), *self._still_running(eng.jobs)]:
+            if identity(f) not in found:
+                found.add(identity(f))
+                findings.append(f)
+        hold = self.o.settings.takeover_slo_ms
+        decided = hold_back(findings, fresh, self.state.newest, now, self.started_wall, hold)
+        # jobs with a finding held back are run again every second until it is decided
+        shown = {id(f) for f in decided}
+        held = {f.job_id for f in findings if f.job_id is not None and id(f) not in shown}
+        self.recheck = (self.recheck - set(eng.jobs)) | held
+        findings = decided
         self.ledger.update(set(eng.jobs), findings, self._ended_by(fresh))
 
     def _still_running(self, jobs: set[str] | None) -> list[Finding]:
@@ -156,7 +174,7 @@ class Watcher:
     def _ended_by(executions: pl.DataFrame) -> Callable[[Finding], bool]:
         """Whether a finding's interval is closed: every execution it names has ended."""
         running = set(
-            executions.filter(pl.col("end_kind") == "open").select("job_id", "execution_id").iter_rows()
+            executions.filter(pl.col("end_kind").is_in(RUNNING)).select("job_id", "execution_id").iter_rows()
         )
 
         def ended(f: Finding) -> bool:

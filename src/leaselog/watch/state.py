@@ -42,10 +42,13 @@ EMPTY_RAW = pl.DataFrame(schema=RAW_SCHEMA)
 class Engine:
     """What one run of the batch engine gave for some jobs."""
 
-    events: pl.DataFrame
-    executions: pl.DataFrame
+    ctx: CheckContext
     findings: list[Finding]
     jobs: set[str]
+
+    @property
+    def executions(self) -> pl.DataFrame:
+        return self.ctx.executions
 
 
 @dataclass
@@ -189,7 +192,7 @@ class LiveState:
             if isinstance(top, datetime) and (self.newest is None or top > self.newest):
                 self.newest = top
         seen = set(raw["job_id"].drop_nulls().unique().to_list())
-        return Engine(events, executions, findings, seen if jobs is None else jobs)
+        return Engine(ctx, findings, seen if jobs is None else jobs)
 
     def take_touched(self) -> set[str]:
         jobs, self.touched = self.touched, set()
