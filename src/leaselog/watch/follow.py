@@ -45,6 +45,7 @@ class Chunk:
     tail: Tail
     data: bytes
     first_line: int
+    generation: int  # the tail's generation these lines belong to (it moves on at a rotation)
     restart: bool = False  # the first chunk of a new generation (rotation, truncation)
 
 
@@ -203,7 +204,7 @@ class Follower:
     def _lines(self, t: Tail, data: bytes, restart: bool = False) -> list[Chunk]:
         if not data:
             return []
-        chunk = Chunk(t, data, t.lines + 1, restart)
+        chunk = Chunk(t, data, t.lines + 1, t.generation, restart)
         t.lines += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
         t.offset += len(data)
         return [chunk]

@@ -85,17 +85,17 @@ class LiveState:
 
     # -- reading -----------------------------------------------------------------------------------------
 
-    def input_for(self, tail: Tail) -> InputState:
-        key = (tail.index, tail.generation)
+    def input_for(self, tail: Tail, generation: int) -> InputState:
+        key = (tail.index, generation)
         st = self.inputs.get(key)
         if st is None:
-            st = InputState(tail, tail.generation, len(self.inputs), InputReport(tail.display, "?"))
+            st = InputState(tail, generation, len(self.inputs), InputReport(tail.display, "?"))
             self.inputs[key] = st
         return st
 
     def add(self, chunk: Chunk) -> None:
         """Read a chunk of whole lines of one input."""
-        st = self.input_for(chunk.tail)
+        st = self.input_for(chunk.tail, chunk.generation)
         if st.format is None:
             # the format is detected from the input's first lines, as `analyze` does: until there are
             # SNIFF_LINES of them, the head is read again from its start each time it grows

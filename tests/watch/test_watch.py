@@ -1,0 +1,237 @@
+"""`leaselog watch` end to end: the final findings are `analyze`'s on the same files (however the lines
+came in), each finding's JSON-line lifecycle, the wall clock's "still running?", stdin from a pipe
+(kubectl --prefix lines of several pods interleaved), --on-finding, and the metrics endpoint."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from watch_helpers import final_findings, last_lines, normalised
+
+import leaselog
+from leaselog.config import Settings
+from leaselog.reproduce.server import free_port
+from leaselog.watch.alerts import OnFinding
+from leaselog.watch.metrics import Metrics
+from leaselog.watch.run import Watcher, WatchOptions
+
+SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
+FOLDERS = sorted(p for p in SAMPLES.iterdir() if p.is_dir())  # `formats/` and `scenarios/` hold every sample
+
+
+def watcher(paths: list[str], out: io.BytesIO, settings: Settings | None = None, **kw: object) -> Watcher:
+    options = WatchOptions(paths, settings or Settings(), jsonl=out, exit_when_idle_s=0.0, use_inotify=False)
+    for k, v in kw.items():
+        setattr(options, k, v)
+    return Watcher(options)
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_final_findings_equal_analyze_when_lines_arrive_in_pieces(folder: Path, tmp_path: Path) -> None:
+    """Each file grows a few lines at a time (a tick after each piece), then the watch ends: what stands
+    is exactly `analyze`'s JSON findings on the same files."""
+    live = tmp_path / folder.name
+    shutil.copytree(folder, live, ignore=lambda _d, names: [n for n in names if n.endswith(".gz")])
+    files = sorted(p for p in live.rglob("*") if p.is_file())
+    contents = {p: p.read_bytes() for p in files}
+    for p in files:
+        p.write_bytes(b"")
+    out = io.BytesIO()
+    w = watcher([str(live)], out)
+    step = 0
+    while any(len(p.read_bytes()) < len(c) for p, c in contents.items()):
+        for p, c in contents.items():
+            have = p.read_bytes().count(b"\n")
+            # uneven pieces of whole lines (some 25 per file); the last may lack its newline
+            upto = have + 1 + (7 * step) % 6 + c.count(b"\n") // 25
+            p.write_bytes(b"\n".join(c.split(b"\n")[:upto]) + (b"\n" if upto < c.count(b"\n") else b""))
+            if upto >= c.count(b"\n"):
+                p.write_bytes(c)
+        w.tick()
+        step += 1
+    result = w.finish()
+    expected = leaselog.analyze(str(live)).to_dict()["findings"]
+    assert final_findings(out.getvalue()) == normalised(expected)
+    assert normalised([f.to_json_dict() for f in result.findings]) == normalised(expected)
+
+
+def test_nothing_to_read_gives_nothing(tmp_path: Path) -> None:
+    out = io.BytesIO()
+    result = watcher([str(tmp_path)], out).run()
+    assert result.findings == [] and out.getvalue() == b""
+
+
+def _line(ts: datetime, **fields: object) -> bytes:
+    stamp = ts.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return json.dumps({"ts": stamp, "jobId": "report-7", **fields}).encode() + b"\n"
+
+
+def test_overlap_is_open_while_running_then_final(tmp_path: Path) -> None:
+    t0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    a, b = tmp_path / "pod-a.jsonl", tmp_path / "pod-b.jsonl"
+    a.write_bytes(
+        _line(t0, executionId="a", pod="pod-a", event="lock_acquired", leaseMs=10_000)
+        + _line(t0, executionId="a", pod="pod-a", event="job_started")
+    )
+    out = io.BytesIO()
+    w = watcher([str(tmp_path)], out)
+    w.tick()
+    assert out.getvalue() == b""  # one execution, inside its lease: nothing to say
+    b.write_bytes(
+        _line(t0 + timedelta(seconds=12), executionId="b", pod="pod-b", event="lock_acquired", leaseMs=10_000)
+        + _line(t0 + timedelta(seconds=12), executionId="b", pod="pod-b", event="job_started")
+    )
+    with a.open("ab") as f:
+        f.write(_line(t0 + timedelta(seconds=15), executionId="a", pod="pod-a", event="job_progress"))
+    w.tick()
+    first = last_lines(out.getvalue())
+    overlap = [d for d in first.values() if d["kind"] == "overlapping_executions"]
+    assert [d["state"] for d in overlap] == ["open"]
+    outlived = [d for d in first.values() if d["kind"] == "lease_outlived"]
+    assert [(d["state"], d["certainty"]) for d in outlived] == [("open", "certain")]
+    with a.open("ab") as f:
+        f.write(
+            _line(t0 + timedelta(seconds=20), executionId="a", pod="pod-a", event="job_finished", status="ok")
+        )
+    with b.open("ab") as f:
+        f.write(
+            _line(t0 + timedelta(seconds=21), executionId="b", pod="pod-b", event="job_finished", status="ok")
+        )
+    w.tick()
+    done = last_lines(out.getvalue())
+    overlap = [d for d in done.values() if d["kind"] == "overlapping_executions"]
+    assert [d["state"] for d in overlap] == ["final"] and overlap[0]["durationMs"] == 8000.0
+    w.finish()
+    assert final_findings(out.getvalue()) == normalised(leaselog.analyze(str(tmp_path)).to_dict()["findings"])
+
+
+def test_still_running_by_the_wall_clock_then_withdrawn_at_exit(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    f = tmp_path / "pod-a.jsonl"
+    f.write_bytes(
+        _line(now, executionId="a", pod="pod-a", event="lock_acquired", leaseMs=300)
+        + _line(now, executionId="a", pod="pod-a", event="job_started")
+        + _line(now, executionId="q", pod="pod-a", event="lock_acquired", jobId="quiet-1", leaseMs=300)
+        + _line(now, executionId="q", pod="pod-a", event="job_finished", jobId="quiet-1", status="ok")
+    )
+    out = io.BytesIO()
+    w = watcher([str(tmp_path)], out, settings=Settings(max_skew_ms=100))
+    w.tick()
+    assert out.getvalue() == b""  # the lease is still valid
+    time.sleep(0.6)  # past expiry + the skew bound, and no line
+    w.tick()
+    lines = last_lines(out.getvalue())
+    (d,) = lines.values()  # quiet-1 finished inside its lease: nothing about it
+    assert (d["kind"], d["state"], d["certainty"], d["severity"]) == (
+        "lease_outlived",
+        "open",
+        "uncertain",
+        "warning",
+    )
+    assert d["jobId"] == "report-7" and "still running?" in d["message"]
+    w.finish()  # the logs never established it
+    (d,) = last_lines(out.getvalue()).values()
+    assert d["state"] == "withdrawn"
+    assert leaselog.analyze(str(tmp_path)).finding_list == []
+
+
+def test_old_logs_get_no_wall_clock_findings(tmp_path: Path) -> None:
+    t0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    (tmp_path / "pod-a.jsonl").write_bytes(
+        _line(t0, executionId="a", pod="pod-a", event="lock_acquired", leaseMs=300)
+    )
+    out = io.BytesIO()
+    w = watcher([str(tmp_path)], out)
+    w.tick()
+    w.tick()
+    assert out.getvalue() == b""
+    w.finish()
+
+
+def _kubectl_stream() -> bytes:
+    """The kubectl sample's two pods as `kubectl logs -f --prefix --timestamps` interleaves them."""
+    rows = []
+    for pod in ("pod-a", "pod-b"):
+        for line in (SAMPLES / "formats" / "kubectl" / f"{pod}.log").read_bytes().splitlines():
+            rows.append((line.split(b" ", 1)[0], b"[pod/%s/worker] " % pod.encode() + line))
+    return b"".join(r + b"\n" for _, r in sorted(rows, key=lambda r: r[0]))
+
+
+def test_kubectl_prefixed_stdin_through_a_pipe(tmp_path: Path) -> None:
+    stream = _kubectl_stream()
+    out = tmp_path / "findings.jsonl"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "leaselog.cli", "watch", "-", "--jsonl", str(out), "-q", "--fail-on", "never"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert p.stdin is not None
+    half = len(stream) // 2
+    p.stdin.write(stream[:half])  # a line cut in two between writes
+    p.stdin.flush()
+    time.sleep(0.5)
+    p.stdin.write(stream[half:])
+    p.stdin.close()  # the end of standard input ends the watch
+    assert p.wait(timeout=60) == 0, p.stderr.read() if p.stderr else ""
+    same = tmp_path / "stream.log"
+    same.write_bytes(stream)
+    expected = leaselog.analyze(str(same)).to_dict()["findings"]
+    got = final_findings(out.read_bytes())
+    assert got == normalised(json.loads(json.dumps(expected).replace(str(same), "<stdin>")))
+    pods = {pod for d in expected for pod in d["pods"]}
+    assert pods == {"pod-a", "pod-b"}  # named by the prefix
+
+
+def test_on_finding_runs_for_findings_at_fail_on(tmp_path: Path) -> None:
+    got = tmp_path / "alerts.jsonl"
+    alert = OnFinding(f"cat >> {got}", "error")
+    out = io.BytesIO()
+    w = watcher([str(SAMPLES / "article-incident")], out, listeners=[alert])
+    w.run()
+    alert.close()
+    sent = [json.loads(x) for x in got.read_text().splitlines()]
+    assert sent and all(d["severity"] == "error" for d in sent)
+    assert {d["kind"] for d in sent} == {"overlapping_executions", "lease_outlived"}
+    assert all(d["state"] == "final" for d in sent) and alert.stats.failed == 0
+    quiet = OnFinding(f"cat >> {tmp_path / 'none.jsonl'}", "error")
+    watcher([str(SAMPLES / "clean")], io.BytesIO(), listeners=[quiet]).run()
+    quiet.close()
+    assert not (tmp_path / "none.jsonl").exists() and quiet.stats.ran == 0
+
+
+def test_on_finding_failures_are_counted(tmp_path: Path) -> None:
+    alert = OnFinding("exit 3", "warning")
+    watcher([str(SAMPLES / "article-incident")], io.BytesIO(), listeners=[alert]).run()
+    alert.close()
+    assert (
+        alert.stats.ran > 0
+        and alert.stats.failed == alert.stats.ran
+        and "exit 3" in (alert.stats.last_error or "")
+    )
+
+
+def test_metrics_scraped_over_loopback(tmp_path: Path) -> None:
+    m = Metrics(free_port())
+    try:
+        out = io.BytesIO()
+        w = watcher([str(SAMPLES / "article-incident")], out)
+        w.ledger.listeners.append(m.on_line)
+        w.observers.append(m.observe)
+        w.tick()
+        text = urllib.request.urlopen(f"http://127.0.0.1:{m.port}/metrics", timeout=5).read().decode()
+        assert 'leaselog_findings{kind="overlapping_executions",severity="error",state="final"} 1.0' in text
+        used = leaselog.analyze(str(SAMPLES / "article-incident")).line_totals()["used"]
+        assert f'leaselog_lines_read_total{{status="used"}} {used:.1f}' in text
+        assert "leaselog_executions_running 0.0" in text
+        w.finish()
+    finally:
+        m.close()
