@@ -29,6 +29,7 @@ from leaselog.reading.sources import LOG_SUFFIXES
 
 READ_MAX = 8 * 1024 * 1024  # bytes taken from one input per poll: one loud file cannot starve the rest
 STDIN = "-"
+STDIN_BUFFER = 4 * 1024 * 1024  # bytes of standard input read ahead of the loop at most
 
 
 def is_log_name(name: str) -> bool:
@@ -75,7 +76,7 @@ class StdinPump:
     def __init__(self, stream: BinaryIO | None = None, wake: threading.Event | None = None) -> None:
         self.stream = stream if stream is not None else sys.stdin.buffer
         self.wake = wake
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._buf = bytearray()
         self.eof = False
         self._thread = threading.Thread(target=self._run, name="leaselog-stdin", daemon=True)
@@ -89,6 +90,10 @@ class StdinPump:
                 if not piece:
                     break
                 with self._lock:
+                    # read no further ahead than the loop takes: a writer faster than watch then waits
+                    # (the pipe pushes back) rather than memory growing with the backlog
+                    while len(self._buf) >= STDIN_BUFFER:
+                        self._lock.wait(0.5)
                     self._buf += piece
                 if self.wake is not None:
                     self.wake.set()
@@ -104,6 +109,7 @@ class StdinPump:
         with self._lock:
             data = bytes(self._buf)
             self._buf.clear()
+            self._lock.notify_all()
         return data, eof
 
 
