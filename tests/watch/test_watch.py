@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -235,3 +236,43 @@ def test_metrics_scraped_over_loopback(tmp_path: Path) -> None:
         w.finish()
     finally:
         m.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_ends_the_watch_with_every_finding_final(sig: signal.Signals, tmp_path: Path) -> None:
+    """Without --exit-when-idle it runs until told to stop; then it flushes what is pending: the last
+    line without its newline is read, and what stands is written final."""
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLES / "article-incident", logs)
+    a = logs / "pod-a.jsonl"
+    text = a.read_bytes()
+    a.write_bytes(text[:-1])  # no newline after the last line yet
+    out = tmp_path / "findings.jsonl"
+    port = free_port()
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "leaselog.cli",
+            "watch",
+            str(logs),
+            "--jsonl",
+            str(out),
+            "-q",
+            "--metrics-port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+    )
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not (out.exists() and b"lease_outlived" in out.read_bytes()):
+            time.sleep(0.05)
+        scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'leaselog_findings{kind="lease_outlived",severity="error",state="final"} 1.0' in scraped
+        p.send_signal(sig)
+        assert p.wait(timeout=30) == 1  # an error-level finding stands (--fail-on error, the default)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert final_findings(out.read_bytes()) == normalised(leaselog.analyze(str(logs)).to_dict()["findings"])
