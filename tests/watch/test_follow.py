@@ -35,7 +35,7 @@ def test_appended_lines_and_a_partial_last_line(tmp_path: Path) -> None:
 def test_empty_and_missing_inputs(tmp_path: Path) -> None:
     folder = tmp_path / "logs"
     folder.mkdir()
-    fol = Follower([str(folder), str(tmp_path / "later.jsonl")])
+    fol = Follower([str(folder), str(tmp_path / "later.jsonl")], discover_s=0)
     assert fol.poll() == [] and fol.flush_partial() == []
     (tmp_path / "later.jsonl").write_bytes(b"x\n")  # a file named before it exists is followed
     assert lines(fol.poll()) == [("later.jsonl", 1, b"x\n", 0)]
@@ -73,7 +73,7 @@ def test_truncation_starts_a_new_generation(tmp_path: Path) -> None:
 
 
 def test_new_files_in_a_folder_and_only_log_names(tmp_path: Path) -> None:
-    fol = Follower([str(tmp_path)])
+    fol = Follower([str(tmp_path)], discover_s=0)
     assert fol.poll() == []
     (tmp_path / "pod-b.jsonl").write_bytes(b"b\n")
     (tmp_path / "notes.md").write_bytes(b"not a log\n")
@@ -88,7 +88,7 @@ def test_gzip_is_read_once_complete(tmp_path: Path) -> None:
     whole = gzip.compress(b"".join(b"line %d\n" % i for i in range(1000)))
     f = tmp_path / "pod-a.jsonl.gz"
     f.write_bytes(whole[: len(whole) // 2])  # still being written
-    fol = Follower([str(tmp_path)])
+    fol = Follower([str(tmp_path)], discover_s=0)
     assert fol.poll() == [] and fol.poll() == []
     f.write_bytes(whole)
     assert fol.poll() == []  # its size just changed: wait for it to hold still

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -30,7 +31,9 @@ FOLDERS = sorted(p for p in SAMPLES.iterdir() if p.is_dir())  # `formats/` and `
 
 
 def watcher(paths: list[str], out: io.BytesIO, settings: Settings | None = None, **kw: object) -> Watcher:
-    options = WatchOptions(paths, settings or Settings(), jsonl=out, exit_when_idle_s=0.0, use_inotify=False)
+    options = WatchOptions(
+        paths, settings or Settings(), jsonl=out, exit_when_idle_s=0.0, use_inotify=False, discover_s=0.0
+    )
     for k, v in kw.items():
         setattr(options, k, v)
     return Watcher(options)
@@ -276,3 +279,49 @@ def test_a_signal_ends_the_watch_with_every_finding_final(sig: signal.Signals, t
         if p.poll() is None:
             p.kill()
     assert final_findings(out.read_bytes()) == normalised(leaselog.analyze(str(logs)).to_dict()["findings"])
+
+
+def test_jobs_ended_long_ago_are_forgotten_and_their_findings_final(tmp_path: Path) -> None:
+    """Bounded memory: a job whose executions ended more than --forget-after before the newest line loses
+    its events; its findings were written final; a job still recent keeps everything."""
+    t0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    f = tmp_path / "pod-a.jsonl"
+
+    def job(name: str, at: datetime) -> bytes:
+        out = b""
+        for ex, pod, start in (("a", "pod-a", at), ("b", "pod-b", at + timedelta(seconds=12))):
+            out += _line(start, jobId=name, executionId=ex, pod=pod, event="lock_acquired", leaseMs=10_000)
+            out += _line(start, jobId=name, executionId=ex, pod=pod, event="job_started")
+        for ex, pod, s in (("a", "pod-a", 20), ("b", "pod-b", 21)):
+            out += _line(
+                at + timedelta(seconds=s),
+                jobId=name,
+                executionId=ex,
+                pod=pod,
+                event="job_finished",
+                status="ok",
+            )
+        return out
+
+    f.write_bytes(job("old-1", t0))
+    out = io.BytesIO()
+    w = watcher([str(tmp_path)], out, forget_after_ms=60_000)
+    w.tick()
+    kept_before = w.state.rows
+    assert kept_before == 6
+    with f.open("ab") as fh:
+        fh.write(job("new-2", t0 + timedelta(minutes=5)))
+    w.tick()
+    w._forget()
+    assert w.state.rows == 6 and w.state.forgotten_jobs == 1  # old-1's events dropped, new-2's kept
+    assert set(w.execs["job_id"].to_list()) == {"new-2"}
+    old = [d for d in last_lines(out.getvalue()).values() if d["jobId"] == "old-1"]
+    assert old and all(d["state"] == "final" for d in old)
+    result = w.finish()
+    assert {f.job_id for f in result.findings} == {"new-2", None}  # None: lease_settings, over the jobs kept
+    assert result.forgotten_findings == dict(Counter(d["severity"] for d in old))
+    # the lines written still hold every job's findings as analyze gives them (lease_settings aside: it
+    # summarises the jobs kept, not the forgotten ones)
+    per_job = [d for d in leaselog.analyze(str(tmp_path)).to_dict()["findings"] if d["jobId"] is not None]
+    got = [x for x in final_findings(out.getvalue()) if '"jobId": null' not in x]
+    assert got == normalised(per_job) and any('"old-1"' in x for x in got)

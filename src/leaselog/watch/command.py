@@ -93,7 +93,10 @@ def run_watch(
                 )
     if fail_on is not None:
         limit = SEVERITY_RANK[fail_on]
-        if any(SEVERITY_RANK[f.severity] <= limit for f in result.findings):
+        severities = [f.severity for f in result.findings] + [
+            s for s, n in result.forgotten_findings.items() if n
+        ]
+        if any(SEVERITY_RANK[s] <= limit for s in severities):
             return 1
     return 0
 
@@ -104,7 +107,12 @@ def summarise(result: WatchResult, console: Console) -> None:
     console.print(
         f"watched {result.inputs} inputs: {total} lines ({lines.get('used', 0)} used, "
         f"{lines.get('malformed', 0)} malformed); {len(result.findings)} findings at the end"
-        + (f"; {result.forgotten_jobs} finished jobs forgotten on the way" if result.forgotten_jobs else ""),
+        + (
+            f"; {result.forgotten_jobs} finished jobs forgotten on the way "
+            f"({sum(result.forgotten_findings.values())} of their findings written final before)"
+            if result.forgotten_jobs
+            else ""
+        ),
         highlight=False,
     )
     for f in result.findings:

@@ -16,6 +16,7 @@ The last line about a finding is its state at the end; at exit every finding sta
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -67,6 +68,7 @@ class Ledger:
         self.entries: dict[Identity, Entry] = {}
         self.by_job: dict[str | None, set[Identity]] = {}
         self.written = 0
+        self.forgotten: Counter[str] = Counter()  # findings of forgotten jobs (final), by severity
 
     def update(
         self, jobs: set[str | None] | None, findings: list[Finding], ended: Callable[[Finding], bool]
@@ -133,6 +135,8 @@ class Ledger:
         for j in jobs:
             for key in self.by_job.pop(j, set()):
                 e = self.entries.pop(key)
+                if e.state != "withdrawn":
+                    self.forgotten[e.finding.severity] += 1
                 if e.state == "open" or e.changed:
                     self._write(e.doc, "final", e.finding)
 

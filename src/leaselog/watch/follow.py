@@ -20,6 +20,7 @@ import gzip
 import os
 import sys
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from leaselog.reading.sources import LOG_SUFFIXES
 
 READ_MAX = 8 * 1024 * 1024  # bytes taken from one input per poll: one loud file cannot starve the rest
 STDIN = "-"
+DISCOVER_S = 0.25
 STDIN_BUFFER = 4 * 1024 * 1024  # bytes of standard input read ahead of the loop at most
 
 
@@ -116,8 +118,11 @@ class StdinPump:
 class Follower:
     """Finds the inputs named (files, folders, globs, `-`) and hands out what they gain."""
 
-    def __init__(self, paths: list[str], stdin: BinaryIO | None = None) -> None:
+    def __init__(
+        self, paths: list[str], stdin: BinaryIO | None = None, discover_s: float = DISCOVER_S
+    ) -> None:
         self.named = paths
+        self.discover_s = discover_s
         self.tails: dict[str, Tail] = {}
         self.wake = threading.Event()
         self.pump: StdinPump | None = None
@@ -125,6 +130,7 @@ class Follower:
         if STDIN in paths:
             self.pump = StdinPump(stdin, self.wake)
         self.discover()
+        self._discovered = time.monotonic()
 
     # -- finding inputs ----------------------------------------------------------------------------------
 
@@ -179,8 +185,12 @@ class Follower:
     # -- reading -----------------------------------------------------------------------------------------
 
     def poll(self) -> list[Chunk]:
-        """Whole lines gained by every input since the last poll."""
-        self.discover()
+        """Whole lines gained by every input since the last poll (new files are looked for every
+        DISCOVER_S: listing a large folder at every tick of a busy stream would cost more than reading)."""
+        now = time.monotonic()
+        if now - self._discovered >= self.discover_s:
+            self._discovered = now
+            self.discover()
         out: list[Chunk] = []
         for t in list(self.tails.values()):
             if t.path == STDIN:

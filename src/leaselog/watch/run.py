@@ -22,7 +22,7 @@ import polars as pl
 from leaselog.config import Settings
 from leaselog.findings import Finding, sort_findings
 from leaselog.watch.emit import Ledger, identity
-from leaselog.watch.follow import STDIN, Follower
+from leaselog.watch.follow import DISCOVER_S, STDIN, Follower
 from leaselog.watch.live_rules import EXEC_COLUMNS, GRACE, RUNNING, hold_back, live_overlaps, still_running
 from leaselog.watch.state import Engine, LiveState
 
@@ -41,6 +41,7 @@ class WatchOptions:
     listeners: list[Listener] = field(default_factory=list)
     stdin: BinaryIO | None = None
     use_inotify: bool = True
+    discover_s: float = DISCOVER_S  # how often named folders and globs are listed for new files
 
 
 @dataclass
@@ -49,6 +50,7 @@ class WatchResult:
     lines: dict[str, int]
     inputs: int
     forgotten_jobs: int
+    forgotten_findings: dict[str, int]  # findings of forgotten jobs (written final on the way), by severity
 
 
 class Watcher:
@@ -56,7 +58,7 @@ class Watcher:
 
     def __init__(self, options: WatchOptions) -> None:
         self.o = options
-        self.follower = Follower(options.paths, stdin=options.stdin)
+        self.follower = Follower(options.paths, stdin=options.stdin, discover_s=options.discover_s)
         self.state = LiveState(options.settings, options.forget_after_ms)
         self.ledger = Ledger(options.jsonl, listeners=options.listeners)
         self.execs: pl.DataFrame = pl.DataFrame(schema={c: pl.Null for c in EXEC_COLUMNS})
@@ -102,9 +104,7 @@ class Watcher:
         return self.finish()
 
     def _idle(self, now: float) -> bool:
-        if self.follower.stdin_open:
-            return False
-        if self.follower.pump is not None and self.o.paths == [STDIN]:
+        if self.follower.pump is not None and self.o.paths == [STDIN] and not self.follower.stdin_open:
             return True  # standard input alone, and it ended
         idle = self.o.exit_when_idle_s
         return idle is not None and now - self.last_growth >= idle
@@ -119,8 +119,7 @@ class Watcher:
         jobs = self.state.take_touched()
         if jobs:
             self._apply(self.state.run(jobs))
-        else:
-            self._wall_clock()
+        self._wall_clock()  # a silent execution among busy ones too
         self.ledger.flush_due()
         self.ticks += 1
         for observe in self.observers:
@@ -189,7 +188,7 @@ class Watcher:
         self.ledger.update({None}, [f for f in eng.findings if f.job_id is None], lambda _f: False)
 
     def _forget(self) -> None:
-        gone = self.state.forget(self.execs)
+        gone = self.state.forget(self.execs, keep=self.recheck)
         if gone:
             self.execs = self.execs.filter(~pl.col("job_id").is_in(list(gone)))
             self.ledger.forget_jobs(gone)
@@ -213,6 +212,7 @@ class Watcher:
             lines=dict(self.state.lines),
             inputs=len(self.state.inputs),
             forgotten_jobs=self.state.forgotten_jobs,
+            forgotten_findings=dict(self.ledger.forgotten),
         )
 
     def _analyze_order(self) -> Callable[[int], Any]:

@@ -207,21 +207,21 @@ class LiveState:
 
     # -- memory ------------------------------------------------------------------------------------------
 
-    def forget(self, executions: pl.DataFrame) -> set[str]:
-        """Drop the rows of jobs whose executions all ended more than `forget_after_ms` before the newest
-        line; return those jobs."""
+    def forget(self, executions: pl.DataFrame, keep: set[str] | None = None) -> set[str]:
+        """Drop the rows of jobs last seen (any execution's end or last line) more than `forget_after_ms`
+        before the newest line, but not of jobs touched since the last run nor in `keep`; return those
+        jobs. (An execution silent that long is decided: its absence findings were released long before.)
+        """
         if self.newest is None or not executions.height:
             return set()
         limit = self.newest.timestamp() * 1000 - self.forget_after_ms
+        busy = list(self.touched | (keep or set()))
         per_job = executions.group_by("job_id").agg(
-            (pl.col("end_kind") == "open").any().alias("open"),
-            pl.col("end").max().alias("last"),
+            pl.max_horizontal(pl.col("end").max(), pl.col("last_seen").max()).alias("last")
         )
-        old = per_job.filter(
-            ~pl.col("open")
-            & (pl.col("last").dt.epoch("ms") < limit)
-            & ~pl.col("job_id").is_in(list(self.touched))
-        )["job_id"].to_list()
+        old = per_job.filter((pl.col("last").dt.epoch("ms") < limit) & ~pl.col("job_id").is_in(busy))[
+            "job_id"
+        ].to_list()
         if old:
             self._raw = self.raw().filter(~pl.col("job_id").is_in(old))
             self.forgotten_jobs += len(old)
