@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -325,3 +326,33 @@ def test_jobs_ended_long_ago_are_forgotten_and_their_findings_final(tmp_path: Pa
     per_job = [d for d in leaselog.analyze(str(tmp_path)).to_dict()["findings"] if d["jobId"] is not None]
     got = [x for x in final_findings(out.getvalue()) if '"jobId": null' not in x]
     assert got == normalised(per_job) and any('"old-1"' in x for x in got)
+
+
+def test_live_view_shows_running_executions_and_findings(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from leaselog.watch.live import LiveView
+
+    now = datetime.now(UTC)
+    (tmp_path / "pod-a.jsonl").write_bytes(
+        _line(
+            now - timedelta(seconds=30), executionId="a", pod="pod-a", event="lock_acquired", leaseMs=10_000
+        )
+        + _line(now - timedelta(seconds=30), executionId="a", pod="pod-a", event="job_started")
+        + _line(now - timedelta(seconds=5), executionId="a", pod="pod-a", event="job_progress")
+        + _line(now, executionId="c", pod="pod-c", event="lock_acquired", jobId="calm-1", leaseMs=600_000)
+    )
+    screen = io.StringIO()
+    view = LiveView(Console(file=screen, force_terminal=True, width=200))
+    w = watcher([str(tmp_path)], io.BytesIO())
+    w.ledger.listeners.append(view.on_line)
+    w.tick()
+    text = screen.getvalue()
+    Console(file=screen, force_terminal=False, width=200).print(view.render(w))
+    view.close()
+    drawn = screen.getvalue()[len(text) :]
+    # report-7's lease expired 20 s ago (acquired 30 s ago, 10 s lease); calm-1's has ~10 minutes left
+    assert re.search(r"report-7 .* expired (19|20|21)\.\ds ago", drawn), drawn
+    assert re.search(r"calm-1 .* (9m5\d|10m00)", drawn), drawn
+    assert "lease_outlived" in drawn  # the finding, as it came
+    w.finish()
