@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             [sys.executable, str(HERE / "gen_fleet.py"), "--jobs", str(a.jobs), "--out", str(fleet)],
             check=True,
         )
+    gen = resource.getrusage(resource.RUSAGE_CHILDREN)
+    gen_cpu = gen.ru_utime + gen.ru_stime
     data = fleet.read_bytes()
     total_lines = data.count(b"\n")
     findings = work / "findings.jsonl"
@@ -122,11 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         if watch.poll() is None:
             watch.kill()
     total = time.monotonic() - started
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # the watch's CPU time (and gen_fleet's, if run)
+    cpu = used.ru_utime + used.ru_stime - gen_cpu
     rss = [r for _, _, r in samples]
     written = findings.read_bytes().count(b"\n") if findings.exists() else 0
     print(
         f"fed {sent} lines in {fed:.1f}s: {sent / fed:.0f} lines/s; watch exited {rc} after {total:.1f}s "
         f"(final pass {total - fed:.1f}s); {written} finding lines written"
+    )
+    print(
+        f"watch CPU time {cpu:.1f}s (user+system, all threads): {sent / cpu:.0f} lines per CPU-second; "
+        f"load average at the end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     if rss:
         print(f"RSS MiB: first {rss[0]:.0f}, min {min(rss):.0f}, max {max(rss):.0f}, last {rss[-1]:.0f}")

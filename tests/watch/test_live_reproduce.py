@@ -127,3 +127,60 @@ def test_watch_follows_reproduce_pods_live(redis_url: str, tmp_path: Path) -> No
     batch = leaselog.analyze(logs).to_dict()["findings"]
     assert {d["kind"] for d in batch} >= {"overlapping_executions", "lease_outlived", "second_attempt"}
     assert final_findings(out.read_bytes()) == normalised(batch)
+
+
+def test_watch_asks_still_running_while_a_pod_is_paused(redis_url: str, tmp_path: Path) -> None:
+    """`reproduce renewal`: pod A is SIGSTOPped past its lease. While it is stopped it writes nothing; the
+    wall clock passing its expiry + the skew bound gives the uncertain "still running?" within a second;
+    A's first line after it resumes turns it into the certain lease_outlived; the end equals analyze."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    out = tmp_path / "findings.jsonl"
+    watch = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "leaselog.cli",
+            "watch",
+            str(logs),
+            "--jsonl",
+            str(out),
+            "--exit-when-idle",
+            "4s",
+            "-q",
+        ],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    seen = Seen([out], logs)
+    wall_minus_mono = time.time() - time.monotonic()
+    try:
+        time.sleep(1.0)
+        run = run_scenario("renewal", FAST, redis_url=redis_url, out=logs)
+        rc = watch.wait(timeout=60)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+        seen.close()
+    assert watch.stderr is not None
+    assert rc == 1, watch.stderr.read().decode()
+    job = run.truth["job"]
+    written = [(t, d) for t, d in seen.lines["findings.jsonl"] if d["jobId"] == job]
+    asked = [(t, d) for t, d in written if d["kind"] == "lease_outlived" and d["details"].get("stillRunning")]
+    assert asked, [d["kind"] for _, d in written]
+    t_asked, d_asked = asked[0]
+    assert (d_asked["certainty"], d_asked["state"], d_asked["executionIds"]) == (
+        "uncertain",
+        "open",
+        ["attempt-a"],
+    )
+    expiry = datetime.fromisoformat(d_asked["start"].replace("Z", "+00:00")).timestamp() - wall_minus_mono
+    assert 0.25 <= t_asked - expiry < 0.25 + 1.0, t_asked - expiry  # expiry + skew bound, then within 1 s
+    # A wrote nothing while it was asked about: its next line came later
+    a_lines = [t for t, d in seen.lines["pod-a.jsonl"] if d.get("jobId") == job]
+    assert any(t > t_asked for t in a_lines) and not any(expiry < t < t_asked for t in a_lines)
+    # the same finding, established by the logs once A wrote again
+    same = [d for _, d in written if d["kind"] == "lease_outlived" and d["start"] == d_asked["start"]]
+    assert (same[-1]["certainty"], same[-1]["state"]) == ("certain", "final")
+    assert final_findings(out.read_bytes()) == normalised(leaselog.analyze(logs).to_dict()["findings"])
