@@ -15,6 +15,7 @@ input, and watch exits after its final pass.
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import resource
 import subprocess
@@ -56,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     gen = resource.getrusage(resource.RUSAGE_CHILDREN)
     gen_cpu = gen.ru_utime + gen.ru_stime
-    data = fleet.read_bytes()
-    total_lines = data.count(b"\n")
+    fh = fleet.open("rb")
+    data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)  # a long fleet is not read into memory
+    total_lines = sum(data[i : i + (1 << 26)].count(b"\n") for i in range(0, len(data), 1 << 26))
     findings = work / "findings.jsonl"
     findings.unlink(missing_ok=True)
     watch = subprocess.Popen(
@@ -142,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(samples) > 2:  # steady state: without the first interval (python and polars starting)
         (t1, n1, _), (t2, n2, _) = samples[0], samples[-1]
         print(f"steady: {(n2 - n1) / (t2 - t1):.0f} lines/s from {t1:.0f}s to {t2:.0f}s")
+    data.close()
+    fh.close()
     if not a.keep:
         for p in (fleet, findings):
             if p.parent == work:
