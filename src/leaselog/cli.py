@@ -529,6 +529,11 @@ def watch_command(
     """
     from leaselog.watch.command import run_watch
 
+    if log_format is not None:
+        from leaselog.reading.formats import FORMATS
+
+        if log_format not in FORMATS:
+            raise typer.BadParameter(f"{log_format!r}; known: {', '.join(FORMATS)}", param_hint="--format")
     try:
         options: dict[str, Any] = {
             "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),

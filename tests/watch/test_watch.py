@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -356,3 +357,20 @@ def test_live_view_shows_running_executions_and_findings(tmp_path: Path) -> None
     assert re.search(r"calm-1 .* (9m5\d|10m00)", drawn), drawn
     assert "lease_outlived" in drawn  # the finding, as it came
     w.finish()
+
+
+def test_usage_and_input_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from leaselog.cli import main
+
+    assert main(["watch", str(tmp_path / "no-such-folder" / "x.jsonl")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    assert main(["watch", str(tmp_path), "--format", "nope"]) == 2
+    assert main(["watch", str(tmp_path), "--exit-when-idle", "soon"]) == 2
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert (
+            main(["watch", str(tmp_path), "-q", "--exit-when-idle", "0s", "--metrics-port", str(port)]) == 2
+        )
+    assert "--metrics-port" in capsys.readouterr().err

@@ -69,7 +69,10 @@ def run_watch(
         if metrics_port is not None:
             from leaselog.watch.metrics import Metrics
 
-            metrics = Metrics(metrics_port)
+            try:
+                metrics = Metrics(metrics_port)
+            except OSError as e:
+                raise InputError(f"--metrics-port {metrics_port}: {e.strerror or e}") from e
             w.ledger.listeners.append(metrics.on_line)
             w.observers.append(metrics.observe)
             stack.callback(metrics.close)
