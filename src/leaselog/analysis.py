@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -14,6 +15,7 @@ from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
+from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, expand_sources
 from leaselog.reconstruct import reconstruct
 from leaselog.schema import schema as documented_schema
@@ -45,6 +47,8 @@ class Analysis:
     malformed: pl.DataFrame
     settings: Settings
     problems: list[str] = field(default_factory=list)
+    # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
+    local_time_files: dict[str, str] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
@@ -95,7 +99,7 @@ class Analysis:
         return {
             "version": JSON_VERSION,
             "lines": self.line_totals(),
-            "inputs": [r.as_dict() for r in self.input_reports],
+            "inputs": [self._input_dict(r) for r in self.input_reports],
             "jobs": int(self.executions["job_id"].n_unique()) if self.executions.height else 0,
             "executions": self.executions.height,
             "timeRange": {
@@ -105,10 +109,22 @@ class Analysis:
             },
             "settings": self.settings.model_dump(mode="json"),
             "malformed": [{"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()],
+            # every malformed line is counted in `lines`/`inputs`; only so many are located per file and
+            # reason (MAX_LOCATED): `malformedLocated` of them are listed above
+            "malformedLocated": self.malformed.height,
+            "malformedTruncated": self.malformed.height < self.line_totals()["malformed"],
+            "notes": list(self.problems),
             "findings": findings,
         }
 
-    def write_json(self, path: str | Path) -> None:
+    def _input_dict(self, r: InputReport) -> dict[str, Any]:
+        d = r.as_dict()
+        zone = self.local_time_files.get(r.path)
+        if zone is not None:
+            d["localTimeZone"] = zone  # the file has timestamps without a zone, read in this one
+        return d
+
+    def write_json(self, path: str | Path | IO[bytes]) -> None:
         """`to_dict()` as indented JSON, written a batch of findings at a time.
 
         The same bytes as `orjson.dumps(self.to_dict(), option=OPT_INDENT_2)`; but the whole document at
@@ -121,7 +137,7 @@ class Analysis:
         head = orjson.dumps(self._document([]), option=indent)
         empty_tail = b"[]\n}"  # `"findings": []` is the document's last member
         assert head.endswith(b'"findings": ' + empty_tail)
-        with open(path, "wb") as out:
+        with contextlib.nullcontext(path) if not isinstance(path, str | Path) else open(path, "wb") as out:
             if not self.finding_list:
                 out.write(head)
                 return
@@ -228,7 +244,7 @@ def analyze(
     if isinstance(paths, str | Path):
         paths = [paths]
     sources, problems = expand_sources([str(p) for p in paths])
-    if not sources:
+    if not any(src.skipped is None for src in sources):  # nothing to read (same_as: read elsewhere)
         raise InputError("; ".join(problems) or "no input named")
     mapper = FieldMapper(s)
     read = Reader(mapper, forced_format=s.format, progress=progress, keep_fields=keep_fields).read(sources)
@@ -241,15 +257,11 @@ def analyze(
     built = build_events(raw, None, s)
     del raw
     if built.rejected.height:
-        by_path = {r.path: r for r in inputs}
-        for f, line, reason in built.rejected.iter_rows():
-            malformed_rows.append((f, line, reason))
-            rep = by_path[f]
-            rep.used -= 1  # counted as used by the reader; it cannot be placed on the timeline
-            rep.malformed += 1
-            rep.events -= 1
+        account_rejected(built.rejected, built.events, inputs, malformed_rows)
+    problems = [*problems, *built.notes]
     malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
     events = compact(built.events)
+    built_local = built.local_time_files
     del built
     executions, leases, renewals = reconstruct(events, s)
     ctx = CheckContext(events=events, executions=executions, leases=leases, renewals=renewals, settings=s)
@@ -264,6 +276,7 @@ def analyze(
         malformed=malformed,
         settings=s,
         problems=problems,
+        local_time_files=dict(built_local),
     )
 
 

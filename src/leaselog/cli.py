@@ -10,11 +10,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from leaselog.config import ConfigError
 from leaselog.durations import parse_duration_ms, parse_signed_duration_ms
 from leaselog.findings import SEVERITY_RANK
 from leaselog.reading.sources import InputError
+from leaselog.render.safe import printable
 
 app = typer.Typer(
     name="leaselog",
@@ -44,7 +46,7 @@ def _duration(value: str | None, option: str) -> float | None:
     try:
         return parse_duration_ms(value)
     except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint=option) from e
+        raise typer.BadParameter(printable(e), param_hint=option) from e
 
 
 def _offsets(values: list[str] | None) -> dict[str, float] | None:
@@ -54,11 +56,13 @@ def _offsets(values: list[str] | None) -> dict[str, float] | None:
     for v in values:
         pod, sep, amount = v.rpartition("=")
         if not sep or not pod:
-            raise typer.BadParameter(f"{v!r}: use POD=OFFSET, e.g. pod-b=-120ms", param_hint="--clock-offset")
+            raise typer.BadParameter(
+                f"{printable(v)!r}: use POD=OFFSET, e.g. pod-b=-120ms", param_hint="--clock-offset"
+            )
         try:
             out[pod] = parse_signed_duration_ms(amount)
         except ValueError as e:
-            raise typer.BadParameter(str(e), param_hint="--clock-offset") from e
+            raise typer.BadParameter(printable(e), param_hint="--clock-offset") from e
     return out
 
 
@@ -156,6 +160,10 @@ def analyze(
     max_jobs: Annotated[
         int, typer.Option(help="Jobs shown in the terminal (all are in --json/--html).")
     ] = 50,
+    timezone: Annotated[
+        str | None,
+        typer.Option(help="Zone of timestamps written without one (IANA name: Europe/Berlin). Default UTC."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
 ) -> None:
     """Analyze logs and explain lease incidents.
@@ -166,12 +174,23 @@ def analyze(
 
       leaselog analyze 'logs/*.jsonl' logs/old.jsonl.gz - --lease-ttl 10m --json findings.json --fail-on error
 
-    Exit code: 0 when no finding reaches --fail-on, 1 when one does, 2 for usage or input errors.
+      leaselog analyze logs/ --json - | jq '.findings[].code'
+
+    The files (--json, --html, --parquet) are written before the terminal summary; `--json -` writes the
+    JSON to standard output and the summary to standard error.
+
+    Exit code: 0 when no finding reaches --fail-on, 1 when one does, 2 for usage or input errors (an output
+    that cannot be written included: the others are still written).
     """
+    from pydantic import ValidationError
+
     from leaselog.analysis import analyze as run_analysis
+    from leaselog.outputs import OutputError, check_outputs, write_outputs
     from leaselog.render.terminal import render
 
-    console = Console(stderr=False, quiet=quiet)
+    json_to_stdout = json_out is not None and str(json_out) == "-"
+    # the summary goes to stderr when stdout carries the JSON
+    console = _Summary(stderr=json_to_stdout, quiet=quiet)
     err = Console(stderr=True)
     options: dict[str, Any] = {
         "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),
@@ -181,15 +200,34 @@ def analyze(
         "renewal_interval_ms": _duration(renewal_interval, "--renewal-interval"),
         "clock_offsets_ms": _offsets(clock_offset),
         "format": log_format,
+        "timezone": timezone,
     }
     if log_format is not None:
         from leaselog.reading.formats import FORMATS
 
         if log_format not in FORMATS:
-            raise typer.BadParameter(f"{log_format!r}; known: {', '.join(FORMATS)}", param_hint="--format")
+            raise typer.BadParameter(
+                f"{printable(log_format)!r}; known: {', '.join(FORMATS)}", param_hint="--format"
+            )
+    if timezone is not None:
+        from leaselog.config import Settings
+
+        try:
+            Settings(timezone=timezone)
+        except ValidationError as e:
+            raise typer.BadParameter(printable(_first_error(e)), param_hint="--timezone") from e
     if config is None and Path("leaselog.toml").is_file():
         config = Path("leaselog.toml")
-    callback, progress = (None, None) if quiet else _progress_reader(paths, err)
+    # every output is checked before minutes of reading: a wrong path is known at once
+    try:
+        outputs = check_outputs(json_out=json_out, html=html, parquet=parquet, inputs=paths)
+    except OutputError as e:
+        _error(err, str(e))
+        raise typer.Exit(2) from e
+    try:
+        callback, progress = (None, None) if quiet else _progress_reader(paths, err)
+    except OSError:
+        callback, progress = None, None
     # each event's whole record is only shown by the HTML report (hovers) and kept in Parquet
     options["keep_fields"] = html is not None or parquet is not None
     try:
@@ -199,25 +237,51 @@ def analyze(
         else:
             a = run_analysis(paths, config=config, **options)
     except (InputError, ConfigError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        _error(err, str(e))
         raise typer.Exit(2) from e
+    except ValidationError as e:  # a setting out of range (options are checked above; this is a config's)
+        _error(err, _first_error(e))
+        raise typer.Exit(2) from e
+    # the files first: a closed terminal (`| head`) must not cost them
+    written, failures = write_outputs(a, outputs)
+    for message in failures:
+        _error(err, message)
     if not quiet:
         render(a, console, max_jobs=max_jobs)
-    if json_out is not None:
-        a.write_json(json_out)
-        console.print(f"wrote {json_out}")
-    if parquet is not None:
-        a.write_parquet(parquet)
-        console.print(f"wrote {parquet}/")
-    if html is not None:
-        from leaselog.render.html import write_report
-
-        write_report(a, html)
-        console.print(f"wrote {html}")
+    for path in written:
+        console.print(Text(f"wrote {printable(path)}"), highlight=False)
+    if failures:
+        raise typer.Exit(2)
     if fail_on is not FailOn.never:
         limit = SEVERITY_RANK[fail_on.value]
         if any(SEVERITY_RANK[f.severity] <= limit for f in a.finding_list):
             raise typer.Exit(1)
+
+
+def _error(console: Console, message: str) -> None:
+    """One `error:` line; the message is text (paths and values), never markup."""
+    console.print(
+        Text.assemble(("error:", "red"), " ", printable(message, lines=True)), highlight=False, soft_wrap=True
+    )
+
+
+def _first_error(e: Any) -> str:
+    errors = e.errors()
+    return "; ".join(str(x["msg"]).removeprefix("Value error, ") for x in errors) if errors else str(e)
+
+
+class _Summary(Console):
+    """The terminal summary's console. Its reader closing the pipe (`| head -1`) ends the summary, not the
+    run: rich would exit 1 (which means "a finding reached --fail-on"); here the rest of the summary is
+    dropped and the exit code is the findings' as always. The files were written before it."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        try:  # Python would report the broken pipe again when it flushes stdout at exit
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
 
 
 @app.command("formats")
@@ -272,10 +336,10 @@ def inspect_command(
         settings = Settings(**base)
         result = inspect_file(file, settings=settings, events=events)
     except (InputError, ConfigError) as e:
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        _error(err, str(e))
         raise typer.Exit(2) from e
     except ValueError as e:  # pydantic: an unknown --format
-        err.print(f"[red]error:[/red] {e}", highlight=False)
+        _error(err, str(e))
         raise typer.Exit(2) from e
     if json_out:
         import orjson

@@ -14,10 +14,10 @@ from leaselog.durations import parse_duration_ms, parse_signed_duration_ms
 
 
 def _duration(v: Any) -> Any:
-    if v is None or isinstance(v, int | float):
+    if v is None:
         return v
-    if isinstance(v, str):
-        return parse_duration_ms(v)
+    if isinstance(v, int | float | str) and not isinstance(v, bool):
+        return parse_duration_ms(v)  # a negative, non-finite or out-of-range one is a ValueError
     return v
 
 
@@ -41,6 +41,24 @@ def _canonical_event(name: str) -> str | None:
 
     hit = EVENT_ALIASES.get(normalise_event_name(name))
     return hit[0] if hit else None
+
+
+def compile_rule(pattern: str) -> Any:
+    """A message rule's regex, compiled by RE2: matching takes time linear in the message, whatever the
+    pattern (`^(a+)+$` cannot hang a run). RE2 has Python's syntax but no backreferences or lookaround;
+    such a pattern is a ValueError saying so."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # the error is raised (and reported with the config's line), not logged
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as e:
+        why = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise ValueError(
+            f"{why} (leaselog matches message_regex with RE2, in linear time: no backreferences, "
+            "no lookahead or lookbehind)"
+        ) from e
 
 
 class EventRule(BaseModel):
@@ -68,11 +86,9 @@ class EventRule(BaseModel):
     @field_validator("message_regex")
     @classmethod
     def _compiles(cls, v: str) -> str:
-        import re
-
         try:
-            rx = re.compile(v)
-        except re.error as e:
+            rx = compile_rule(v)
+        except ValueError as e:
             raise ValueError(f"bad regex {v!r}: {e}") from e
         unknown = [g for g in rx.groupindex if _canonical_field(g) is None]
         if unknown:
@@ -131,6 +147,20 @@ class Settings(BaseModel):
     takeover_slo_ms: DurationMs = Field(60_000.0, description="takeover target after a crash")
     renewal_interval_ms: DurationMs | None = Field(None, description="configured renewal interval")
     format: str | None = Field(None, description="force one input format for every file")
+    timezone: str = Field(
+        "UTC", description="zone of timestamps written without one (IANA name, e.g. Europe/Berlin)"
+    )
+    max_line_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024,
+        description="longest line read; a longer one is counted malformed and skipped (memory stays bounded)",
+    )
+    log_date: str | None = Field(
+        None,
+        pattern=r"^\d{4}-\d\d-\d\d$",
+        description="date of console lines that carry only a time of day (default: from the file name, "
+        "else its modification date)",
+    )
     fields: dict[str, list[str]] = Field(
         default_factory=dict, description="canonical field -> extra source field names"
     )
@@ -152,6 +182,26 @@ class Settings(BaseModel):
         from leaselog.events import CANONICAL_EVENTS
 
         return _canonical_names(v, _canonical_event, "event", CANONICAL_EVENTS)
+
+    @field_validator("clock_offsets_ms", mode="before")
+    @classmethod
+    def _offsets_in_range(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return v
+        return {pod: parse_signed_duration_ms(x) for pod, x in v.items()}
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str) -> str:
+        import zoneinfo
+
+        if v == "UTC":
+            return v
+        try:
+            zoneinfo.ZoneInfo(v)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
+            raise ValueError(f"unknown time zone {v!r}; use an IANA name such as Europe/Berlin or UTC") from e
+        return v
 
     @field_validator("format")
     @classmethod

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 
+# no setting leaselog takes means anything beyond this: a bigger one is a typo (and would overflow)
+MAX_DURATION_MS = 10 * 365 * 86_400_000.0
 _UNITS_MS = {"ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0, "d": 86_400_000.0}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 
@@ -11,8 +14,20 @@ _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 def parse_duration_ms(text: str | int | float) -> float:
     """Parse `10m`, `30s`, `600000ms`, `1h30m`, `250` (bare number = milliseconds) into milliseconds.
 
-    Raises ValueError with the offending text when it is not a duration.
+    Raises ValueError with the offending text when it is not a duration, or is beyond ten years.
     """
+    return _in_range(_parse(text), text)
+
+
+def _in_range(ms: float, text: object) -> float:
+    if not math.isfinite(ms) or abs(ms) > MAX_DURATION_MS:
+        raise ValueError(f"{text!r} is out of range (at most 10 years: 3650d)")
+    return ms
+
+
+def _parse(text: str | int | float) -> float:
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise ValueError(f"not a duration: {text!r}")
     if isinstance(text, int | float):
         if text < 0:
             raise ValueError(f"duration must not be negative: {text}")
@@ -36,7 +51,7 @@ def parse_duration_ms(text: str | int | float) -> float:
 
 def format_duration(ms: float | int | None) -> str:
     """Render milliseconds as a human duration: `850ms`, `4.2s`, `2m31.5s`, `1h02m`."""
-    if ms is None:
+    if ms is None or not math.isfinite(ms):
         return "?"
     neg = ms < 0
     ms = abs(float(ms))
@@ -56,8 +71,10 @@ def format_duration(ms: float | int | None) -> str:
 
 def parse_signed_duration_ms(text: str | int | float) -> float:
     """Like parse_duration_ms but allows a leading sign (clock offsets: `-120ms`, `+1.5s`)."""
-    if isinstance(text, int | float):
-        return float(text)
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        return _in_range(float(text), text)
+    if not isinstance(text, str):
+        raise ValueError(f"not a duration: {text!r}")
     s = text.strip()
     if s[:1] in "+-":
         value = parse_duration_ms(s[1:])

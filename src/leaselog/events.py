@@ -10,12 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import polars as pl
+import polars.selectors as cs
 
-from leaselog.config import Settings
+from leaselog.config import Settings, compile_rule
+from leaselog.timeline import PSEUDO_EPOCH as PSEUDO_EPOCH
+from leaselog.timeline import compact as compact
+from leaselog.timeline import pseudo_times
+from leaselog.values import ENDS, STARTS, TIME_SHAPES, ends_before_start, fall_back, times, typed_values
 
 CANONICAL_EVENTS: tuple[str, ...] = (
     "job_triggered",
@@ -255,7 +259,7 @@ class FieldMapper:
     event_aliases: dict[str, tuple[str, dict[str, str]]] = field(init=False)
     # user event names also match a record's whole message text (apps that log `Acquired lock` as prose)
     message_events: dict[str, str] = field(init=False)
-    rules: list[tuple[str, re.Pattern[str], dict[str, str]]] = field(init=False)
+    rules: list[tuple[str, Any, dict[str, str]]] = field(init=False)  # (event, RE2 regex, constants)
 
     def __post_init__(self) -> None:
         self.aliases = {k: list(v) for k, v in FIELD_ALIASES.items()}
@@ -268,7 +272,7 @@ class FieldMapper:
             for n in names:
                 self.event_aliases[normalise_event_name(n)] = (canonical, {})
                 self.message_events[normalise_event_name(n)] = canonical
-        self.rules = [(r.event, re.compile(r.message_regex), dict(r.fields)) for r in self.settings.rules]
+        self.rules = [(r.event, compile_rule(r.message_regex), dict(r.fields)) for r in self.settings.rules]
         # group name -> canonical field (named groups use canonical names or any alias without dots)
         self._group_field = {a: canon for canon, keys in self.aliases.items() for a in keys}
         self._group_field.update({c: c for c in self.aliases})
@@ -389,41 +393,85 @@ def _to_str(v: Any) -> str:
     return str(v)
 
 
-_UTC_Z = "%Y-%m-%dT%H:%M:%S%.fZ"
-
-
-def _parse_time(col: pl.Expr) -> pl.Expr:
-    """ISO 8601 with `Z`/offset/no zone (taken as UTC), or an epoch number in s/ms/us/ns by magnitude."""
-    num = col.cast(pl.Float64, strict=False)
-    epoch_us = (
-        pl.when(num.abs() < 1e11)
-        .then(num * 1e6)
-        .when(num.abs() < 1e14)
-        .then(num * 1e3)
-        .when(num.abs() < 1e17)
-        .then(num)
-        .otherwise(num / 1e3)
-    )
-    from_num = epoch_us.round(0).cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
-    s = col.str.strip_chars().str.replace(" ", "T", literal=True)
-    with_zone = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
-    naive = s.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", strict=False).dt.replace_time_zone(
-        "UTC"
-    )
-    naive_nf = s.str.to_datetime("%Y-%m-%dT%H:%M:%S", time_unit="us", strict=False).dt.replace_time_zone(
-        "UTC"
-    )
-    return pl.coalesce(pl.when(num.is_not_null()).then(from_num), with_zone, naive, naive_nf)
-
-
-PSEUDO_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-
-
 @dataclass
 class BuiltEvents:
     events: pl.DataFrame
-    # rows rejected while typing (file, line, reason), e.g. a lease event without a timestamp
+    # rows rejected while typing (file, line, reason): a lease event without a usable timestamp, a value
+    # that cannot be what its field means, a time going back within one execution
     rejected: pl.DataFrame
+    # what the reader of the output must know about how the events were read (shown as notes)
+    notes: list[str] = field(default_factory=list)
+    # file -> the zone its zone-less (local) timestamps were read in
+    local_time_files: dict[str, str] = field(default_factory=dict)
+
+
+MAX_NOTES = 5  # notes of one kind listed one by one; the rest are counted
+
+
+def _execution_gate(df: pl.DataFrame, kept: pl.Expr) -> tuple[bool, bool]:
+    """(some execution id appears on two pods, some execution's end may be timed before its start): one
+    group-by on a hash of the execution key, so the row-level work of either runs only when needed
+    (a million events: a quarter second instead of seconds). A hash collision can only cause that work."""
+    event = pl.col("event")
+    start, end = event.is_in(STARTS) & kept, event.is_in(ENDS) & kept
+    pod = pl.when(pl.col("pod").is_not_null()).then(pl.col("pod").hash())
+    got = (
+        df.lazy()
+        .select(
+            pl.struct("job_id", "execution_id").hash().alias("k"),
+            pod.alias("p"),
+            pl.when(start).then(pl.col("t_wall")).alias("st"),
+            pl.when(end).then(pl.col("t_wall")).alias("et"),
+            pl.when(start).then(pl.col("elapsed_ms")).alias("se"),
+            pl.when(end).then(pl.col("elapsed_ms")).alias("ee"),
+        )
+        .group_by("k")
+        .agg(
+            (pl.col("p").min() != pl.col("p").max()).alias("shared"),
+            ((pl.col("et").min() < pl.col("st").min()) | (pl.col("ee").min() < pl.col("se").min())).alias(
+                "early"
+            ),
+        )
+        .select(pl.col("shared").any(), pl.col("early").any())
+        .collect()
+        .row(0)
+    )
+    return bool(got[0]), bool(got[1])
+
+
+def _execution_keys(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """An execution is identified by its pod and id: an id logged on two pods (ids counted per pod, `1`
+    vs `1.0`) is two executions, each id then suffixed `@pod`."""
+    pods = pl.col("pod").drop_nulls().n_unique()
+    shared = (
+        df.lazy()
+        .group_by("job_id", "execution_id")
+        .agg(pods.alias("n"), pl.col("pod").drop_nulls().unique().sort().alias("pods"))
+        .filter(pl.col("n") > 1)
+        .sort("job_id", "execution_id")
+        .collect()
+    )
+    if not shared.height:
+        return df, []
+    notes = [
+        f"job {job}: execution id {ex} appears on pods {', '.join(p)}: read as one execution per pod "
+        f"({ex}@POD), as an execution is identified by its pod and id"
+        for job, ex, _, p in shared.head(MAX_NOTES).iter_rows()
+    ]
+    if shared.height > MAX_NOTES:
+        notes.append(f"{shared.height - MAX_NOTES} more execution ids appear on more than one pod (the same)")
+    hit = shared.select("job_id", "execution_id", pl.lit(True).alias("_shared"))
+    df = (
+        df.join(hit, on=["job_id", "execution_id"], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_shared") & pl.col("pod").is_not_null())
+            .then(pl.format("{}@{}", pl.col("execution_id"), pl.col("pod")))
+            .otherwise(pl.col("execution_id"))
+            .alias("execution_id")
+        )
+        .drop("_shared")
+    )
+    return df, notes
 
 
 def build_events(
@@ -432,7 +480,8 @@ def build_events(
     """Type the reader's raw columns into the canonical event frame (schema: EVENT_SCHEMA).
 
     `raw` is the reader's frame (RAW_COLUMNS as strings, `line`/`file_index` integers, and the canonical
-    `event`), or the same as lists with the canonical names in `event_names`.
+    `event`), or the same as lists with the canonical names in `event_names`. A lease event with a value
+    its field cannot hold (`BuiltEvents.rejected`, with why) is left out.
     """
     if isinstance(raw, pl.DataFrame):
         df = raw
@@ -452,62 +501,7 @@ def build_events(
                 "event": pl.Series("event", names, dtype=pl.String),
             }
         )
-    # One parse covers the common case: UTC written with a `Z` (a fixed format polars parses ~7x faster
-    # than chrono's general `%+`). Only when some timestamp is not of that kind is it read as any ISO 8601
-    # with a zone, and only when one is not that either does every other reading get tried (four parses
-    # of a million strings: seconds).
-    df = df.with_columns(
-        pl.col("ts").str.to_datetime(_UTC_Z, time_unit="us", time_zone="UTC", strict=False).alias("t_wall"),
-        *(pl.col(c).cast(pl.Float64, strict=False) for c in _FLOAT_FIELDS),
-        # exact for integers (an int64 fencing token beyond 2**53 survives), via float for `600000.0`
-        *(
-            pl.coalesce(
-                pl.col(c).cast(pl.Int64, strict=False),
-                pl.col(c).cast(pl.Float64, strict=False).cast(pl.Int64, strict=False),
-            ).alias(c)
-            for c in _INT_FIELDS
-        ),
-        pl.col("renewal_outcome")
-        .str.to_lowercase()
-        .replace_strict(_OUTCOMES, default=pl.col("renewal_outcome").str.to_lowercase()),
-        pl.col("released")
-        .str.to_lowercase()
-        .replace_strict(
-            {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
-            default=None,
-            return_dtype=pl.Boolean,
-        ),
-        pl.col("outcome").str.to_lowercase(),
-        pl.col("release_outcome").str.to_lowercase(),
-        pl.col("trigger").str.to_lowercase(),
-    )
-    unparsed = (pl.col("t_wall").is_null() & pl.col("ts").is_not_null()).any()
-    if df.select(unparsed).item():
-        iso = pl.col("ts").str.to_datetime("%+", time_unit="us", time_zone="UTC", strict=False)
-        df = df.with_columns(iso.alias("t_wall"))
-        if df.select(unparsed).item():
-            df = df.with_columns(_parse_time(pl.col("ts")).alias("t_wall"))
-    # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)
-    df = df.with_columns(
-        pl.when(pl.col("event") == "lease_renewal")
-        .then(pl.col("renewal_outcome").fill_null("success"))
-        .otherwise(pl.col("renewal_outcome"))
-        .alias("renewal_outcome")
-    )
-    # A file with wall-clock times cannot place a lease event that lacks one: reject it, located.
-    file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")
-    bad_time = file_has_wall & pl.col("t_wall").is_null()
-    rejected = df.filter(bad_time).select(
-        "file",
-        "line",
-        pl.format(
-            "lease event `{}` without a parseable timestamp ({})",
-            pl.col("raw_event"),
-            pl.col("ts").fill_null("missing"),
-        ).alias("reason"),
-    )
-    if rejected.height:  # (filtering copies every column: only when there is something to drop)
-        df = df.filter(~bad_time)
+    tz = settings.timezone
     # the reader hands its rows over in file and line order, almost always: then sorting the wide
     # frame (seconds at a million events) is skipped
     in_order = df.select(
@@ -520,6 +514,96 @@ def build_events(
     ).item()
     if not in_order:
         df = df.sort(["file_index", "line"], maintain_order=True)
+    df = times(df, tz)
+    notes: list[str] = []
+    local_files: dict[str, str] = {}
+    if df["naive"].any():
+        if tz != "UTC":
+            df = fall_back(df, tz)
+        for f, example in (
+            df.filter("naive").group_by("file", maintain_order=True).agg(pl.col("ts").first()).iter_rows()
+        ):
+            local_files[f] = tz
+            notes.append(
+                f"{f}: timestamps without a zone (e.g. `{example}`) read as {tz} time"
+                + (" (--timezone ZONE if they are another zone's local time)" if tz == "UTC" else "")
+            )
+    df, reasons = typed_values(df, _FLOAT_FIELDS, _INT_FIELDS)
+    df = df.with_columns(
+        pl.col("renewal_outcome")
+        .str.to_lowercase()
+        .replace_strict(_OUTCOMES, default=pl.col("renewal_outcome").str.to_lowercase()),
+        pl.col("outcome").str.to_lowercase(),
+        pl.col("release_outcome").str.to_lowercase(),
+        pl.col("trigger").str.to_lowercase(),
+    )
+    # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)
+    df = df.with_columns(
+        pl.when(pl.col("event") == "lease_renewal")
+        .then(pl.col("renewal_outcome").fill_null("success"))
+        .otherwise(pl.col("renewal_outcome"))
+        .alias("renewal_outcome")
+    )
+    # A timestamp that is present but unreadable makes its line malformed; so does a missing one in a file
+    # with wall-clock times (the event cannot be placed).
+    file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")
+    reasons.insert(
+        0,
+        pl.when(pl.col("ts").is_not_null() & pl.col("t_wall").is_null())
+        .then(
+            pl.when(pl.col("ts").cast(pl.Float64, strict=False).is_not_null())
+            .then(
+                pl.format(
+                    "without a parseable timestamp: `{}` is no epoch time between 1970 and 2200",
+                    pl.col("ts").str.slice(0, 40),
+                )
+            )
+            .otherwise(
+                pl.format(
+                    "without a parseable timestamp: `{}` is in no shape leaselog reads",
+                    pl.col("ts").str.slice(0, 60),
+                )
+            )
+        )
+        .when(pl.col("ts").is_null() & file_has_wall)
+        .then(pl.lit("without a parseable timestamp (missing; the file's other lines have one)"))
+        .otherwise(None),
+    )
+    df = df.with_columns(pl.concat_str(reasons, separator="; ", ignore_nulls=True).alias("_why")).drop(
+        cs.starts_with("_why_")
+    )
+    unreadable = (
+        df.filter(pl.col("ts").is_not_null() & pl.col("t_wall").is_null())
+        .group_by("file", maintain_order=True)
+        .agg(pl.len(), pl.col("ts").first())
+    )
+    totals = dict(df.group_by("file").len().iter_rows())
+    for f, n_bad, example in unreadable.iter_rows():
+        if n_bad == totals.get(f):
+            notes.append(
+                f"{f}: none of its {n_bad} lease events' timestamps could be read (e.g. `{example}`); "
+                f"leaselog reads {TIME_SHAPES}"
+            )
+    if df["execution_id"].null_count():  # (formatting a million ids only to keep none of them costs)
+        df = df.with_columns(
+            pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
+        )
+    shared, early = _execution_gate(df, kept=pl.col("_why") == "")
+    if shared:
+        df, shared_notes = _execution_keys(df)
+        notes += shared_notes
+    if early or shared:
+        back = ends_before_start(tz, kept=pl.col("_why") == "")
+        df = df.with_columns(
+            pl.when(pl.col("_why") == "").then(back.fill_null("")).otherwise(pl.col("_why")).alias("_why")
+        )
+        # (a rejected line is no start to end before: the check sees only the kept ones)
+    bad = pl.col("_why") != ""
+    rejected = df.filter(bad).select(
+        "file", "line", pl.format("lease event `{}`: {}", pl.col("raw_event"), pl.col("_why")).alias("reason")
+    )
+    if rejected.height:  # (filtering copies every column: only when there is something to drop)
+        df = df.filter(~bad)
     df = df.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
     offsets = settings.clock_offsets_ms
@@ -539,80 +623,6 @@ def build_events(
         .alias("clock")
     )
     all_wall = not (df["clock"] != "wall").any()
-    df = df.with_columns(pl.col("t_wall").alias("t")) if all_wall else _pseudo_times(df)
-    if df["execution_id"].null_count():  # (formatting a million ids only to keep none of them costs)
-        df = df.with_columns(
-            pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
-        )
+    df = df.with_columns(pl.col("t_wall").alias("t")) if all_wall else pseudo_times(df)
     events = df.select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()])
-    return BuiltEvents(events=events, rejected=rejected)
-
-
-def compact(frame: pl.DataFrame) -> pl.DataFrame:
-    """The same frame in one contiguous chunk per column, its all-null columns as polars' cheap nulls.
-
-    The reader hands over one chunk per block read (dozens). Every group-by and gather on a chunked
-    column copies it into one chunk first, again each time: on 200 000 jobs reconstruct took twice as
-    long and held +0.7 GB instead of +0.3 GB. A plain `rechunk` would also write out the columns that
-    are null throughout (most of the optional ones), which cost next to nothing while chunked.
-    """
-    return pl.DataFrame(
-        [
-            pl.repeat(None, frame.height, dtype=s.dtype, eager=True).alias(s.name)
-            if s.null_count() == s.len()
-            else s.rechunk()
-            for s in frame.iter_columns()
-        ],
-        schema=frame.schema,
-    )
-
-
-def _pseudo_times(df: pl.DataFrame) -> pl.DataFrame:
-    """Place events of files without wall-clock time on a pseudo timeline.
-
-    Within one pod, differences come from `elapsedMs` (a local monotonic clock); across pods, only the
-    line order of one file is known. A pod's clock is anchored where it first appears, as late as the line
-    order allows: just before the next line of a pod already placed. (A newcomer's first line is typically
-    its acquire, and a lock that worked granted it as late as possible, after the previous lease ended;
-    placing it early would invent two valid leases at once.) The timeline is kept in line order.
-    Cross-pod durations on it are estimates, which is why cross-pod findings on `clock != "wall"` events
-    are reported as uncertain. Loops only over rows lacking wall-clock time: such logs (demo output) are
-    small.
-    """
-    wall = df.filter(pl.col("clock") == "wall").with_columns(pl.col("t_wall").alias("t"))
-    rest = df.filter(pl.col("clock") != "wall")
-    base = int(PSEUDO_EPOCH.timestamp() * 1_000_000)
-    files = rest["file_index"].to_list()
-    pods = [p or "" for p in rest["pod"].to_list()]
-    elapsed = rest["elapsed_ms"].to_list()
-    t_out: list[int] = []
-    anchors: dict[tuple[int, str], float] = {}
-    last_by_file: dict[int, float] = {}
-    order_step = 1000.0  # 1 ms per line when not even elapsedMs is known
-
-    def next_placed(i: int, fi: int) -> float | None:
-        """Time of the next line in file `fi` after row i whose pod already has an anchor."""
-        for j in range(i + 1, len(files)):
-            if files[j] != fi:
-                return None
-            k = (fi, pods[j])
-            if k in anchors and elapsed[j] is not None:
-                return float(anchors[k] + elapsed[j] * 1000)
-        return None
-
-    for i, (fi, pod, el) in enumerate(zip(files, pods, elapsed, strict=True)):
-        prev = last_by_file.get(fi)
-        key = (fi, pod)
-        earliest = prev + order_step if prev is not None else 0.0
-        if el is None:
-            t = earliest
-        else:
-            if key not in anchors:
-                nxt = next_placed(i, fi)
-                first_t = max(earliest, nxt - order_step) if nxt is not None else earliest
-                anchors[key] = first_t - el * 1000
-            t = max(anchors[key] + el * 1000, prev if prev is not None else 0.0)
-        last_by_file[fi] = t
-        t_out.append(base + int(t))
-    rest = rest.with_columns(pl.Series("t", t_out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC")))
-    return pl.concat([wall, rest], how="vertical").sort("seq")
+    return BuiltEvents(events=events, rejected=rejected, notes=notes, local_time_files=local_files)

@@ -13,7 +13,6 @@ The manifest is written last, so a folder whose writing was interrupted is not m
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,31 +42,11 @@ class StoreError(ValueError):
 
 def _report_dict(r: InputReport) -> dict[str, Any]:
     # InputReport.as_dict keeps only the top 20 unmapped event names; a store keeps them all
-    return {
-        "path": r.path,
-        "format": r.format,
-        "lines": r.lines,
-        "used": r.used,
-        "ignored": r.ignored,
-        "malformed": r.malformed,
-        "events": r.events,
-        "unmapped_events": dict(r.unmapped_events),
-        "error": r.error,
-    }
+    return {**r.as_dict(), "unmapped_events": dict(r.unmapped_events)}
 
 
 def _report(d: dict[str, Any]) -> InputReport:
-    return InputReport(
-        path=d["path"],
-        format=d["format"],
-        lines=d["lines"],
-        used=d["used"],
-        ignored=d["ignored"],
-        malformed=d["malformed"],
-        events=d["events"],
-        unmapped_events=Counter(d.get("unmapped_events") or {}),
-        error=d.get("error"),
-    )
+    return InputReport.from_dict(d)
 
 
 def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
@@ -95,6 +74,7 @@ def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
         "settings": analysis.settings.model_dump(mode="json"),
         "inputs": [_report_dict(r) for r in analysis.input_reports],
         "problems": list(analysis.problems),
+        "localTimeFiles": dict(analysis.local_time_files),
     }
     manifest_path.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     return out
@@ -151,4 +131,5 @@ def load(directory: str | Path) -> Analysis:
         malformed=frames["malformed"],
         settings=Settings.model_validate(manifest["settings"]),
         problems=list(manifest.get("problems", [])),
+        local_time_files=dict(manifest.get("localTimeFiles") or {}),
     )

@@ -12,7 +12,8 @@ import pytest
 from leaselog.config import Settings
 from leaselog.events import FieldMapper
 from leaselog.reading import reader as reader_mod
-from leaselog.reading.reader import Reader, ReadResult, _any_literal
+from leaselog.reading.columnar import any_literal
+from leaselog.reading.reader import Reader, ReadResult
 from leaselog.reading.sources import Source
 
 
@@ -79,7 +80,7 @@ def test_field_names_with_regex_characters_are_matched_literally(tmp_path: Path)
 
 def test_any_literal_escapes_everything_but_word_characters() -> None:
     words = ["kafka.topic", "a b", "x-y", "é", "[x]", "\\", 'a"b', "(?:", "$^*+?{}|"]
-    pattern = _any_literal(words)
+    pattern = any_literal(words)
     hay = pl.Series([f"..{w}.." for w in words] + ["kafkaXtopic", "a  b", "xy", "x", "ab"])
     assert hay.str.contains(pattern).to_list() == [True] * len(words) + [False] * 5
 

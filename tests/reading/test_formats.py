@@ -50,7 +50,8 @@ def test_registry_is_complete_and_ordered() -> None:
     assert set(DETECTION_ORDER) == set(FORMATS) - {"text"}
     for f in FORMATS.values():
         assert f.description and f.maps, f.name
-    assert DETECTION_ORDER[:2] == ["cri", "kubectl"]  # wrappers first, FORMATS.md
+    # wrappers first (FORMATS.md); a console line starts with a time too, so it is told apart before kubectl
+    assert DETECTION_ORDER[:3] == ["cri", "spring-console", "kubectl"]
     assert DETECTION_ORDER[-2:] == ["flat", "logfmt"]
 
 

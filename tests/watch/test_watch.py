@@ -353,8 +353,9 @@ def test_live_view_shows_running_executions_and_findings(tmp_path: Path) -> None
     view.close()
     drawn = screen.getvalue()[len(text) :]
     # report-7's lease expired 20 s ago (acquired 30 s ago, 10 s lease); calm-1's has ~10 minutes left
-    assert re.search(r"report-7 .* expired (19|20|21)\.\ds ago", drawn), drawn
-    assert re.search(r"calm-1 .* (9m5\d|10m00)", drawn), drawn
+    expired = re.search(r"report-7 .* expired (\d+\.\d)s ago", drawn)
+    assert expired and 19.5 <= float(expired[1]) < 40, drawn  # (a loaded machine takes its time)
+    assert re.search(r"calm-1 .* (9m[0-5]\d|10m00)", drawn), drawn
     assert "lease_outlived" in drawn  # the finding, as it came
     w.finish()
 

@@ -5,6 +5,7 @@ the first events as typed, and the event names it could not map. Built for debug
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,11 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events
-from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, sniff_votes
-from leaselog.reading.reader import SNIFF_LINES, InputReport, Reader, _open_binary
+from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, line_format, sniff_votes
+from leaselog.reading.reader import SNIFF_LINES, InputReport, Reader
+from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, Source
+from leaselog.reading.streams import DEFAULT_MAX_LINE_BYTES, capped_lines, open_binary
 
 __all__ = ["Inspection", "describe_formats", "inspect_file"]
 
@@ -89,16 +92,19 @@ def describe_formats() -> list[dict[str, str | int | None]]:
 
 
 def _head(path: str, n: int) -> list[bytes]:
-    fh = _open_binary(Source(path))
+    """The file's first lines (those before a gzip's cut, if it is cut short)."""
+    fh = open_binary(Source(path))
+    out: list[bytes] = []
     try:
-        out = []
-        for raw in fh:
-            out.append(raw.rstrip(b"\r\n"))
+        for line in capped_lines(fh, DEFAULT_MAX_LINE_BYTES):
+            out.append(line)
             if len(out) >= n:
                 break
-        return out
+    except (OSError, EOFError, zlib.error):
+        pass  # a truncated gzip: the reader says where it stopped
     finally:
         fh.close()
+    return out
 
 
 def _example(v: Any) -> str:
@@ -106,7 +112,9 @@ def _example(v: Any) -> str:
     return s if len(s) <= 60 else s[:57] + "..."
 
 
-def _keys(fmt: Format | None, lines: list[bytes], mapper: FieldMapper) -> list[KeySeen]:
+def _keys(
+    fmt: Format | None, lines: list[bytes], mapper: FieldMapper, *, forced: bool = False
+) -> list[KeySeen]:
     owner: dict[str, str] = {}
     for canon, names in mapper.aliases.items():
         for name in names:
@@ -121,7 +129,13 @@ def _keys(fmt: Format | None, lines: list[bytes], mapper: FieldMapper) -> list[K
             try:
                 records = fmt.parse(line)
             except (ValueError, TypeError, RecursionError):  # Malformed is a ValueError
-                continue
+                own = None if forced else line_format(line)  # a line of another shape, as the reader does
+                if own is None:
+                    continue
+                try:
+                    records = own.parse(line)
+                except (ValueError, TypeError, RecursionError):
+                    continue
             for rec in records:
                 present_sets.append(set(rec))
                 for k, v in rec.items():
@@ -147,32 +161,29 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
     """Read one file as `analyze` would and report what was understood."""
     s = settings or Settings()
     p = str(path)
-    if not Path(p).is_file():
+    if not Path(p).exists() or Path(p).is_dir():
         raise InputError(f"{p}: no such file")
     mapper = FieldMapper(s)
     head = _head(p, max(SNIFF_LINES, KEY_SAMPLE_LINES))
     votes = sniff_votes(head[:SNIFF_LINES])
     read = Reader(mapper, forced_format=s.format).read([Source(p)])
     report = read.inputs[0]
-    if report.error:
+    if report.error and report.used + report.ignored == 0:  # as analyze: a cut gzip's lines still count
         raise InputError(f"{p}: {report.error}")
     fmt = FORMATS.get(report.format)
     built = build_events(read.raw, read.event_names, s)
     ev = built.events.sort("line")
-    malformed = [(n, why) for _, n, why in read.malformed]
-    for _, n, why in built.rejected.iter_rows():
-        # as in analyze: read as a lease event, but it cannot be placed on the timeline
-        malformed.append((n, why))
-        report.used -= 1
-        report.malformed += 1
-        report.events -= 1
+    rows = list(read.malformed)
+    # as in analyze: read as a lease event, but it cannot be placed on the timeline
+    account_rejected(built.rejected, built.events, [report], rows)
+    malformed = [(n, why) for _, n, why in rows]
     return Inspection(
         path=p,
         format=report.format,
         forced=s.format is not None,
         votes={k: v for k, v in votes.items() if v},
         report=report,
-        keys=_keys(fmt, head, mapper),
+        keys=_keys(fmt, head, mapper, forced=s.format is not None),
         events=ev.head(events).select(EVENT_COLUMNS),
         event_count=ev.height,
         malformed=sorted(malformed)[:20],

@@ -5,6 +5,13 @@ lease events, not the input size. Lines that cannot hold a lease event (none of 
 occurs in them) are only checked for shape, not parsed: that is what keeps the unrelated 80% of a
 fleet's log cheap.
 
+A file's shape is a first guess made from its first lines (blank lines, the Spring banner and JVM noise
+skipped); every line that does not fit it is noise (ignored), a stack-trace continuation (attached to the
+event above), or read in its own shape (`formats.line_format`). Nothing a line's neighbours are changes
+how it is read, and a file's result does not depend on its length. After every input is read,
+`identity.post_process` settles pods (a shared GELF host gives way to file names) and drops a shipper's
+exact repeats of a line.
+
 Two paths read the same lines the same way:
 
 - the **columnar path**, for JSON shapes whose record is the line's own object (flat, ECS, Logstash):
@@ -17,72 +24,73 @@ Two paths read the same lines the same way:
   block k (polars releases the GIL);
 - the **per-line path** (orjson, `Format.parse`, `FieldMapper.extract`) for every other shape, for
   message rules, and as the fallback for any line the columnar path cannot vouch for: nested objects,
-  lines that do not decode, invalid UTF-8. A block that fails columnar reading is re-read line by line,
+  lines that do not decode, invalid UTF-8, lines of another shape (a banner, a console line, a BOM),
+  lines that write a field name twice (last wins, as orjson decides; polars would take the first),
+  lines longer than `max_line_bytes`. A block that fails columnar reading is re-read line by line,
   so a malformed line is always located by file:line.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
-import io
-import sys
+import os
+import re
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
-import orjson
 import polars as pl
 
-from leaselog.events import RAW_COLUMNS, FieldMapper, normalise_event_name
-from leaselog.reading.formats import FORMATS, Format, Malformed, detect_format, pod_from_path
+from leaselog.events import RAW_COLUMNS, FieldMapper
+from leaselog.reading.columnar import (
+    BLOCK_BYTES,
+    ColumnarDecoder,
+    Cut,
+    Split,
+    block_lines,
+    chunk_lines,
+    continues_event,
+    cut_blocks,
+    owned_lines,
+)
+from leaselog.reading.formats import (
+    BOM,
+    CONTINUATION_RE,
+    FORMATS,
+    TIME_OF_DAY,
+    Format,
+    Malformed,
+    detect_format,
+    fields_json,
+    is_noise,
+    line_format,
+    looks_like_continuation,
+    pod_from_path,
+)
 from leaselog.reading.formats.json_shapes import parse_flat
+from leaselog.reading.identity import note_pod_sources, post_process
+from leaselog.reading.report import RAW_SCHEMA, InputReport, Stream
 from leaselog.reading.sources import Source
+from leaselog.reading.streams import (
+    DEFAULT_MAX_LINE_BYTES,
+    capped_lines,
+    disk_position,
+    open_binary,
+)
+
+__all__ = ["RAW_SCHEMA", "SNIFF_LINES", "InputReport", "ReadResult", "Reader"]
 
 MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
-SNIFF_LINES = 20
+SNIFF_LINES = 20  # lines of a known shape the first guess is made from (blank lines and noise skipped)
+MAX_HEAD_LINES = 2000  # ... looked for in at most this many lines
 MAX_ATTACHED = 8192  # characters of stack trace kept on one event's message
-# columnar block: big enough to amortise polars calls, small enough that reading stays flat in memory
-BLOCK_BYTES = 16 * 1024 * 1024
-
-# The reader's output: one row per lease event, raw strings as logged (build_events types them).
-RAW_SCHEMA: dict[str, pl.DataType] = {
-    **{c: pl.String() for c in RAW_COLUMNS},
-    "line": pl.Int64(),
-    "file_index": pl.Int64(),
-    "event": pl.String(),
-}
-
-
-@dataclass
-class InputReport:
-    """What happened to one input's lines. used + ignored + malformed == lines."""
-
-    path: str
-    format: str
-    lines: int = 0
-    used: int = 0
-    ignored: int = 0
-    malformed: int = 0
-    events: int = 0
-    unmapped_events: Counter[str] = field(default_factory=Counter)
-    error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "format": self.format,
-            "lines": self.lines,
-            "used": self.used,
-            "ignored": self.ignored,
-            "malformed": self.malformed,
-            "events": self.events,
-            "unmapped_events": dict(self.unmapped_events.most_common(20)),
-            **({"error": self.error} if self.error else {}),
-        }
+NO_SHAPE = "no known log format (not JSON, a console line or logfmt)"
+_DATE_IN_NAME = re.compile(r"(20\d\d)-?([01]\d)-?([0-3]\d)")
 
 
 @dataclass
@@ -99,57 +107,6 @@ class ReadResult:
 ProgressFn = Callable[[int], None]
 
 
-def _open_binary(source: Source) -> IO[bytes]:
-    if source.is_stdin:
-        stream: IO[bytes] = sys.stdin.buffer
-        head = stream.peek(2)[:2] if isinstance(stream, io.BufferedReader) else b""
-        if head == b"\x1f\x8b":
-            return cast(IO[bytes], gzip.GzipFile(fileobj=stream))
-        return stream
-    fh = open(source.path, "rb")  # noqa: SIM115 - closed by the caller
-    if fh.read(2) == b"\x1f\x8b":
-        fh.close()
-        return cast(IO[bytes], gzip.open(source.path, "rb"))
-    fh.seek(0)
-    return fh
-
-
-def _disk_position(fh: IO[bytes]) -> int | None:
-    """How far into the file on disk a stream has read (a GzipFile's underlying file), if known."""
-    raw = getattr(fh, "fileobj", None) or fh
-    try:
-        return int(raw.tell())
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _read_some(fh: IO[bytes], size: int) -> tuple[bytes, BaseException | None]:
-    """Up to `size` bytes, and the error that stopped the read early (what came before it is kept)."""
-    parts: list[bytes] = []
-    got = 0
-    read1 = getattr(fh, "read1", fh.read)
-    try:
-        while got < size:
-            piece = read1(size - got)
-            if not piece:
-                break
-            parts.append(piece)
-            got += len(piece)
-    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; corrupt data is zlib's
-        return b"".join(parts), e
-    return b"".join(parts), None  # one piece (a plain file's usual read) is returned as is, not copied
-
-
-_CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
-# the same test as a regex, for the columnar path
-_CONTINUATION_RE = r"^(?:[ \t]|Caused by:|\.\.\.|at |Exception|java\.)"
-
-
-def _looks_like_continuation(line: bytes) -> bool:
-    """Stack-trace and multi-line message continuations: they belong to the previous event."""
-    return line[:1] in (b" ", b"\t") or line.startswith(_CONTINUATION_STARTS)
-
-
 def _columnar(fmt: Format | None, mapper: FieldMapper) -> bool:
     """Whether a file in this format can take the columnar path: its record is the line's JSON object."""
     return (
@@ -161,14 +118,10 @@ def _columnar(fmt: Format | None, mapper: FieldMapper) -> bool:
     )
 
 
-@dataclass
-class _Stream:
-    """Per-file state shared by both paths."""
-
-    index: int
-    report: InputReport
-    fmt: Format | None
-    pod_fallback: str
+def _strip_bom(line: bytes) -> bytes:
+    while line.startswith(BOM):  # at a file's start, or where files were concatenated
+        line = line[3:]
+    return line
 
 
 class Reader:
@@ -189,23 +142,37 @@ class Reader:
         self.columnar = columnar  # False forces the per-line path everywhere (tests compare the two)
         # False leaves `fields` (each event's line or record as JSON, the biggest column by far) null
         self.keep_fields = keep_fields
+        settings = mapper.settings
+        self.max_line_bytes: int = getattr(settings, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES
+        self.log_date: str | None = getattr(settings, "log_date", None)
         # per-line path output, as lists; the columnar path appends finished frames
         self.raw: dict[str, list[Any]] = {k: [] for k in RAW_COLUMNS}
         self.event_names: list[str] = []
+        self.line_text: list[str] = []  # each per-line event's line (what exact duplicates are told by)
+        self.record_index: list[int] = []  # each per-line event's place among its line's records
         self.frames: list[pl.DataFrame] = []
         self.malformed: list[tuple[str, int, str]] = []
         self._located: Counter[tuple[str, str]] = Counter()
         self._cont_last: tuple[int, int] = (-1, -1)  # (file index, line) of the last continuation line
         self._cont_run = 0  # continuation lines right before it
-        self._decoder = _ColumnarDecoder(mapper)
+        self._decoder = ColumnarDecoder(mapper)
         self._disk = 0  # bytes of the current file on disk already reported to `progress`
+        self._streams: list[Stream] = []
+        self._pod_keys = mapper.aliases["pod"]
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
         lists = pl.DataFrame(
             {**{k: self.raw[k] for k in RAW_COLUMNS}, "event": self.event_names}, schema=RAW_SCHEMA
+        ).with_columns(
+            pl.Series("dup_hash", self.line_text, dtype=pl.String).hash(seed=0),
+            pl.Series("dup_record", self.record_index, dtype=pl.Int64),
         )
+        self.raw = {}
+        self.line_text, self.record_index = [], []
         raw = pl.concat([lists, *self.frames], how="vertical") if self.frames else lists
+        self.frames = []
+        raw = post_process(raw, self._streams)
         return ReadResult(raw, inputs, self.malformed)
 
     def _bad(self, report: InputReport, line_no: int, reason: str, count: int = 1) -> None:
@@ -225,25 +192,35 @@ class Reader:
     def _read_source(self, index: int, source: Source) -> InputReport:
         display = "<stdin>" if source.is_stdin else source.path
         report = InputReport(path=display, format="?")
+        st = Stream(index, report, None, pod_from_path(report.path))  # kubelet/containers paths name the pod
+        st.day = self._day(source)
+        self._streams.append(st)
+        if source.skipped is not None:
+            report.format, report.skipped = "-", source.skipped
+            return report
+        if source.same_as is not None:
+            report.format, report.same_as = "-", source.same_as
+            return report
         try:
-            fh = _open_binary(source)
+            fh = open_binary(source)
         except OSError as e:
             report.error = f"cannot open: {e.strerror}"
             return report
         try:
-            self._read_stream(index, fh, report, Path(display).name)
+            self._read_stream(st, fh)
         except (OSError, EOFError, zlib.error) as e:  # a cut or corrupt gzip: keep what came before
             if (
                 isinstance(fh, gzip.GzipFile)
                 and not source.is_stdin
                 and report.lines == 0
                 and not report.used
+                and os.path.isfile(source.path)
             ):
                 # gzip's magic bytes but not one line of gzip behind them: not gzip at all, so read the
                 # bytes as they are (they end up counted and located like any other bad line)
                 fh.close()
                 with open(source.path, "rb") as plain:
-                    self._read_stream(index, plain, report, Path(display).name)
+                    self._read_stream(st, plain)
                 return report
             report.error = f"read stopped at line {report.lines + 1}: {e}"
             self._bad(report, report.lines + 1, f"unreadable from here on: {e}")
@@ -254,28 +231,47 @@ class Reader:
                 fh.close()
         return report
 
-    def _lines(self, fh: IO[bytes]) -> Iterator[bytes]:
-        for raw in fh:
-            yield raw.rstrip(b"\r\n")
+    def _day(self, source: Source) -> str | None:
+        """The date of lines that carry only a time of day: the option, else a date in the file's name,
+        else the file's modification date (UTC)."""
+        if self.log_date:
+            return self.log_date
+        if source.is_stdin:
+            return None
+        m = _DATE_IN_NAME.search(Path(source.path).name)
+        if m is not None:
+            try:
+                return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3))).isoformat()
+            except ValueError:
+                pass
+        try:
+            return dt.datetime.fromtimestamp(os.stat(source.path).st_mtime, dt.UTC).date().isoformat()
+        except (OSError, ValueError, OverflowError):
+            return None
 
-    def _read_stream(self, index: int, fh: IO[bytes], report: InputReport, file_name: str) -> None:
-        lines = self._lines(fh)
+    def _read_stream(self, st: Stream, fh: IO[bytes]) -> None:
+        report = st.report
+        lines = capped_lines(fh, self.max_line_bytes)
         head: list[bytes] = []
+        shaped = 0  # head lines that can carry a shape (not blank, not noise, not a continuation)
         for line in lines:
             head.append(line)
-            if len(head) >= SNIFF_LINES:
+            bare = _strip_bom(line)
+            if bare.strip() and not is_noise(bare) and not looks_like_continuation(bare):
+                shaped += 1
+            if shaped >= SNIFF_LINES or len(head) >= MAX_HEAD_LINES:
                 break
         name = self.forced_format or detect_format(head)
         if name is None and self.mapper.rules:
             name = "text"  # prose only: the config's message rules are what reads it
         report.format = name or "unknown"
         fmt = FORMATS.get(name) if name else None
-        st = _Stream(index, report, fmt, pod_from_path(report.path))  # kubelet/containers paths name the pod
+        st.fmt = fmt
 
         if self.columnar and _columnar(fmt, self.mapper) and len(head) >= SNIFF_LINES:
             # the sniffed head is read again as the start of the first block, so a columnar file's
             # events come out as frames in line order (no per-line rows to merge in)
-            self._read_blocks(st, fh, b"\n".join(head) + b"\n")
+            self._read_blocks(st, fh, b"\n".join(head) + b"\n", self.max_line_bytes)
             return
 
         def all_lines() -> Iterator[bytes]:
@@ -296,45 +292,96 @@ class Reader:
             report.lines = line_no
         self._advance(fh)
 
-    def _advance(self, fh: IO[bytes]) -> None:
+    def _advance(self, fh: object) -> None:
         """Report progress in bytes of the file on disk (compressed bytes for gzip): what the bar's total
         counts."""
         if self.progress is None:
             return
-        pos = _disk_position(fh)
+        pos = disk_position(fh)
         if pos is not None and pos > self._disk:
             self.progress(pos - self._disk)
             self._disk = pos
 
     # -- the per-line path -------------------------------------------------------------------------------
 
-    def _take_line(self, st: _Stream, line_no: int, line: bytes) -> None:
-        """Account for one line (already stripped of its line ending) and keep its lease events."""
+    def _take_line(self, st: Stream, line_no: int, line: bytes) -> None:
+        """Account for one line (already stripped of its line ending) and keep its lease events.
+
+        The line is read in its file's first-guess shape; a line that does not fit it is noise (ignored),
+        a stack-trace continuation (attached to the event above), or read in its own shape
+        (`line_format`): its neighbours never decide how it is read."""
         report, fmt = st.report, st.fmt
+        if line[:1] == b"\xef":
+            line = _strip_bom(line)
         if not line.strip():
             report.ignored += 1
+            return
+        if len(line) > self.max_line_bytes:
+            self._bad(
+                report, line_no, f"line longer than {self.max_line_bytes} bytes (max_line_bytes): not read"
+            )
             return
         if b"\x00" in line:
             self._bad(report, line_no, "binary data (NUL byte)")
             return
-        if fmt is None:
-            self._bad(report, line_no, "no known log format (not JSON, not logfmt)")
-            return
         needles = self.mapper.needles
         if needles is not None and not any(n in line for n in needles):
-            self._classify_unrelated(fmt, line, line_no, report, st.index)
+            self._classify_unrelated(st, line, line_no)
             return
-        try:
-            records = fmt.parse(line)
-        except (ValueError, TypeError, RecursionError) as e:  # Malformed, or input no parser foresaw
-            if _looks_like_continuation(line):
+        records: list[dict[str, Any]] | None = None
+        error: BaseException | None = None
+        if fmt is not None:
+            try:
+                records = fmt.parse(line)
+            except (ValueError, TypeError, RecursionError) as e:  # Malformed, or input no parser foresaw
+                error = e
+        if records is None:
+            if is_noise(line):
+                report.ignored += 1
+                return
+            if looks_like_continuation(line):
                 self._continuation(report, st.index, line_no, line)
-            else:
-                self._bad(report, line_no, str(e) if isinstance(e, Malformed) else f"unreadable: {e!r:.200}")
-            return
+                return
+            own = None if self.forced_format else line_format(line)
+            if own is not None and own is not fmt:
+                try:
+                    records = own.parse(line)
+                    report.other_shapes[own.name] += 1
+                except (ValueError, TypeError, RecursionError) as e:
+                    error = e
+            if records is None:
+                self._bad(report, line_no, self._why(fmt, line, error))
+                return
+        if not self._keep(st, line_no, line, records):
+            own = None if self.forced_format else line_format(line)
+            if own is None or own is fmt or not self._keep(st, line_no, line, _parse_or_none(own, line)):
+                report.ignored += 1
+                return
+            report.other_shapes[own.name] += 1
+        report.used += 1
+
+    def _why(self, fmt: Format | None, line: bytes, error: BaseException | None) -> str:
+        """Why a line no shape reads is malformed: for a line that starts like JSON, what JSON says;
+        else what its file's (text) shape said, or that no shape reads it."""
+        if line.lstrip()[:1] == b"{":
+            try:
+                FORMATS["flat"].parse(line)
+            except (ValueError, TypeError, RecursionError) as e:
+                error = e
+        elif fmt is None or fmt.json_like or error is None:
+            return NO_SHAPE
+        if error is None:
+            return NO_SHAPE
+        return str(error) if isinstance(error, Malformed) else f"unreadable: {error!r:.200}"
+
+    def _keep(self, st: Stream, line_no: int, line: bytes, records: list[dict[str, Any]] | None) -> bool:
+        """Keep the lease events among a line's records; whether there was one."""
+        if not records:
+            return False
+        report, raw = st.report, self.raw
         used = False
-        raw = self.raw
-        for rec in records:
+        text: str | None = None
+        for k, rec in enumerate(records):
             got = self.mapper.extract(rec)
             if got is None:
                 continue
@@ -342,32 +389,52 @@ class Reader:
                 report.unmapped_events[got] += 1
                 continue
             event, row = got
+            if TIME_OF_DAY in rec and row.get("ts") is None:
+                row["ts"] = self._time_of_day(st, str(rec[TIME_OF_DAY]))
             if row.get("pod") is None:
                 row["pod"] = st.pod_fallback
-            for k in RAW_COLUMNS:
-                raw[k].append(row.get(k))
+                source = ""
+            else:
+                source = next((a for a in self._pod_keys if rec.get(a) not in (None, "")), "?")
+            values = st.pod_values.setdefault(source, set())
+            if len(values) < 64:
+                values.add(str(row["pod"]))
+            for c in RAW_COLUMNS:
+                raw[c].append(row.get(c))
             raw["file"][-1] = report.path
             raw["line"][-1] = line_no
             raw["file_index"][-1] = st.index
-            raw["fields"][-1] = _fields_json(rec) if self.keep_fields else None
+            raw["fields"][-1] = fields_json(rec) if self.keep_fields else None
+            if text is None:
+                text = line.decode("utf-8", "replace")
+            self.line_text.append(text)
+            self.record_index.append(k)
             self.event_names.append(event)
             report.events += 1
             used = True
-        if used:
-            report.used += 1
-        else:
-            report.ignored += 1
+        return used
 
-    def _classify_unrelated(
-        self, fmt: Format, line: bytes, line_no: int, report: InputReport, index: int = -1
-    ) -> None:
-        why = fmt.shape_error(line)  # a cheap shape check, not a parse: these lines hold no lease event
-        if why is None:
-            report.ignored += 1
-        elif _looks_like_continuation(line):
-            self._continuation(report, index, line_no, line)
+    def _time_of_day(self, st: Stream, tod: str) -> str | None:
+        """A time of day on the stream's date; a time earlier than the one before means midnight passed."""
+        if st.day is None:
+            return None
+        if st.last_tod and tod < st.last_tod and st.last_tod[:2] >= "20" and tod[:2] <= "03":
+            st.day = (dt.date.fromisoformat(st.day) + dt.timedelta(days=1)).isoformat()
+        st.last_tod = tod
+        return f"{st.day}T{tod}"
+
+    def _classify_unrelated(self, st: Stream, line: bytes, line_no: int) -> None:
+        """A line with no job-id name: only its shape is checked (a cheap check, not a parse)."""
+        fmt = st.fmt
+        if (fmt is not None and fmt.shape_error(line) is None) or is_noise(line):
+            st.report.ignored += 1
+        elif looks_like_continuation(line):
+            self._continuation(st.report, st.index, line_no, line)
+        elif not self.forced_format and (own := line_format(line)) is not None:  # a line of another shape
+            st.report.ignored += 1
+            st.report.other_shapes[own.name] += 1
         else:
-            self._bad(report, line_no, why)
+            self._bad(st.report, line_no, NO_SHAPE if fmt is None else fmt.shape_error(line) or NO_SHAPE)
 
     def _continuation(self, report: InputReport, index: int, line_no: int, line: bytes) -> None:
         """A stack-trace or multi-line message continuation: counted ignored, its text attached to the
@@ -383,7 +450,7 @@ class Reader:
 
     # -- the columnar path -------------------------------------------------------------------------------
 
-    def _read_blocks(self, st: _Stream, fh: IO[bytes], head: bytes) -> None:
+    def _read_blocks(self, st: Stream, fh: IO[bytes], head: bytes, cap: int) -> None:
         """Read a stream in blocks cut at line ends, `head` (lines already taken from it) first.
 
         Two stages overlap: a worker thread reads block k+1 from the stream and splits it (`_split`: polars
@@ -391,9 +458,9 @@ class Reader:
         the report). Only one block is read ahead, so memory stays flat.
         """
         self._disk = 0
-        blocks = _cut_blocks(fh, head)
+        blocks = cut_blocks(fh, head, cap, BLOCK_BYTES)
 
-        def produce() -> tuple[_Cut, _Split | None] | None:
+        def produce() -> tuple[Cut, Split | None] | None:
             cut = next(blocks, None)
             if cut is None:
                 return None
@@ -408,7 +475,7 @@ class Reader:
                 self._take_cut(st, *got)
                 del got  # not kept alive while the next block is awaited
 
-    def _take_cut(self, st: _Stream, cut: _Cut, split: _Split | None) -> None:
+    def _take_cut(self, st: Stream, cut: Cut, split: Split | None) -> None:
         if cut.size:
             self._block(st, cut, split)
         if cut.failure is not None:  # a truncated gzip: the whole lines before it are counted
@@ -422,7 +489,7 @@ class Reader:
             self.progress(position - self._disk)
             self._disk = position
 
-    def _block(self, st: _Stream, cut: _Cut, split: _Split | None) -> None:
+    def _block(self, st: Stream, cut: Cut, split: Split | None) -> None:
         """Account for one block of whole lines: columnar if it can, else line by line."""
         n = self._columnar_block(st, split) if split is not None else None
         if n is None:
@@ -431,7 +498,7 @@ class Reader:
             self._per_line_block(st, block)
         st.report.lines += n
 
-    def _per_line_block(self, st: _Stream, block: bytes) -> None:
+    def _per_line_block(self, st: Stream, block: bytes) -> None:
         first = st.report.lines + 1
         lines = block.split(b"\n")
         if block.endswith(b"\n"):
@@ -439,13 +506,13 @@ class Reader:
         for i, line in enumerate(lines):
             self._take_line(st, first + i, line.rstrip(b"\r\n"))
 
-    def _split(self, cut: _Cut) -> _Split | None:
+    def _split(self, cut: Cut) -> Split | None:
         """Split a block into lines and keep the few that need a closer look; None when the block must go
         line by line. Runs in the read-ahead thread: it only reads the decoder's fixed needles and
         `keep_fields`, never the report nor the field names learned."""
-        lines = _chunk_lines(cut)
+        lines = chunk_lines(cut)
         if lines is None:
-            lines = _block_lines(cut.block())
+            lines = block_lines(cut.block())
             if lines is None:
                 return None
         n = lines.height
@@ -457,8 +524,14 @@ class Reader:
         # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
         keep = self._decoder.prefilter(line) | ~plain_object
         has_nul = b"\x00" in cut.prefix or cut.data.find(b"\x00", 0, cut.end) >= 0
+        # `nul`: lines read one by one (a NUL byte, or longer than max_line_bytes: never decoded in bulk)
+        odd = pl.lit(False)
         if has_nul:
-            keep = keep | line.str.contains("\x00", literal=True)
+            odd = line.str.contains("\x00", literal=True)
+        if cut.size > self.max_line_bytes:  # (only then can a line of the block be longer)
+            odd = odd | (line.str.len_bytes() > self.max_line_bytes)
+        if has_nul or cut.size > self.max_line_bytes:
+            keep = keep | odd
         decoder = self._decoder
         flagged = (
             lines.with_row_index("line")  # 0-based in the block: `_columnar_block` adds the first line's
@@ -466,9 +539,7 @@ class Reader:
             .with_columns(
                 decoder.candidate(line).fill_null(False).alias("candidate"),
                 plain_object.fill_null(False).alias("object"),
-                (line.str.contains("\x00", literal=True) if has_nul else pl.lit(False))
-                .fill_null(False)
-                .alias("nul"),
+                odd.fill_null(False).alias("nul"),
             )
             # what the columnar path decodes: nested objects are flattened by the per-line path, and
             # so are lines not plainly one object
@@ -476,16 +547,22 @@ class Reader:
                 (pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple")
             )
         )
+        # `bare`: a job-id name, as a key or not (every candidate; the test runs on the few others only)
+        others = flagged.filter(~pl.col("candidate"))
+        bare = others.filter(decoder.bare(line).fill_null(False))["line"]
+        flagged = flagged.with_columns(
+            (pl.col("candidate") | pl.col("line").is_in(bare.implode())).alias("bare")
+        )
         # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
-        # before, then parsed by `_ColumnarDecoder.decode` (unless the block goes line by line)
+        # before, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
         texts = flagged.filter(pl.col("candidate") & ~pl.col("nul") & pl.col("simple"))["l"]
         joined = texts.str.join("\n")
         ndjson = joined.cast(pl.Binary).item()
         # the `fields` column's lines, in buffers of their own (here: this thread has less to do)
-        fields = _owned_lines(ndjson, texts) if self.keep_fields and texts.len() else None
-        return _Split(n, flagged, texts, joined, ndjson, fields)
+        fields = owned_lines(ndjson, texts) if self.keep_fields and texts.len() else None
+        return Split(n, flagged, texts, joined, ndjson, fields, self._decoder.repeated_keys(texts))
 
-    def _columnar_block(self, st: _Stream, split: _Split) -> int | None:
+    def _columnar_block(self, st: Stream, split: Split) -> int | None:
         """Account for a split block's lines and return how many; None (nothing counted) when the block
         must go line by line."""
         # the field names this block shows, learned even if it goes line by line (as always)
@@ -508,380 +585,58 @@ class Reader:
                 .then(pl.lit("nul"))
                 .when(stripped.str.starts_with("{") & stripped.str.ends_with("}"))
                 .then(pl.lit("ignored"))
-                .when(line.str.contains(_CONTINUATION_RE))
+                .when(line.str.contains(CONTINUATION_RE))
                 .then(pl.lit("continuation"))
                 .otherwise(pl.lit("junk"))
                 .alias("kind"),
             )
         else:
             kinds = pl.DataFrame(schema={"line": pl.Int64, "kind": pl.String})
-        if self._continues_event(kinds, flagged, first):
+        if continues_event(kinds, flagged, first):
             return None
-        if odd.height:
-            for kind, reason in (("nul", "binary data (NUL byte)"), ("junk", "not a JSON object")):
-                located = kinds.filter(pl.col("kind") == kind)["line"].to_list()
-                if located:
-                    self._bad_many(report, located, reason)
+        # lines of no JSON shape (a banner, a console line, a BOM, an over-long line): each is read
+        # on its own, as the per-line path would
+        odd_lines = kinds.filter(pl.col("kind").is_in(["nul", "junk"]))["line"]
+        # ... and objects with a job-id name not written as a key (a GELF `_jobId`, a wrapper's escaped
+        # line): the per-line path reads them in their own shape
+        per_line = flagged.filter(
+            pl.col("line").is_in(odd_lines.implode())
+            | (pl.col("bare") & ~pl.col("candidate") & pl.col("object"))
+        )
         candidates = flagged.filter(pl.col("candidate") & ~pl.col("nul"))
-        per_line = candidates.filter(~pl.col("simple"))
+        per_line = pl.concat([per_line, candidates.filter(~pl.col("simple"))])
         candidates = candidates.filter(pl.col("simple"))
+        ndjson, fields = split.ndjson, split.fields
         if candidates.height:
-            decoded = self._decoder.decode(candidates, split.ndjson, st, split.fields)
+            repeated = split.repeated
+            if repeated.any():  # duplicate keys resolve last-wins: orjson's way, on the per-line path
+                per_line = pl.concat([per_line, candidates.filter(repeated)])
+                candidates = candidates.filter(~repeated)
+                ndjson = candidates["l"].str.join("\n").cast(pl.Binary).item()
+                fields = owned_lines(ndjson, candidates["l"]) if fields is not None else None
+        if candidates.height:
+            decoded = self._decoder.decode(candidates, ndjson, st, fields)
             if decoded is None:  # some line did not decode: let the per-line path say which and why
                 per_line = pl.concat([per_line, candidates])
             else:
-                frame, unmapped = decoded
+                frame, unmapped, no_event = decoded
                 if frame.height:
-                    self.frames.append(frame)
+                    note_pod_sources(st, frame)
+                    self.frames.append(frame.drop("pod_key"))
                 report.used += frame.height
                 report.events += frame.height
                 report.unmapped_events.update(unmapped)
-        for line_no, text in per_line.select("line", "l").iter_rows():
-            self._take_line(st, line_no, text.encode())
+                if no_event:  # a job id's name but no lease event: maybe a line of another shape
+                    per_line = pl.concat([per_line, candidates.filter(pl.col("line").is_in(no_event))])
+        for line_no, text in per_line.sort("line").select("line", "l").iter_rows():
+            self._take_line(st, line_no, text.encode() if text is not None else b"")
         # every line not counted yet is a valid line unrelated to leases, a blank, or a continuation
         report.ignored += n - (report.used + report.ignored + report.malformed - start)
         return n
 
-    @staticmethod
-    def _continues_event(kinds: pl.DataFrame, flagged: pl.DataFrame, first: int) -> bool:
-        """Whether a continuation run (stack trace) follows a candidate line, or a line before the block.
 
-        The per-line path attaches such text to the event's message, so such a block goes line by line.
-        `flagged` holds every candidate line (the lines it leaves out are plain objects, not candidates).
-        """
-        cont = pl.concat(
-            [
-                kinds.filter(pl.col("kind") == "continuation")["line"],
-                # candidates that are not plainly an object are few: the regex only runs on those
-                flagged.filter(pl.col("candidate") & ~pl.col("object")).filter(
-                    pl.col("l").str.contains(_CONTINUATION_RE)
-                )["line"],
-            ]
-        ).sort()
-        if cont.is_empty():
-            return False
-        starts = cont.filter(~(cont - 1).is_in(cont.implode()))
-        anchors = starts - 1
-        if (anchors < first).any():
-            return True
-        cand = flagged.filter(pl.col("candidate"))["line"]
-        return bool(anchors.is_in(cand.implode()).any())
-
-
-@dataclass
-class _Cut:
-    """One block of whole lines, `prefix + data[:end]`, not joined unless needed (joining 16 MiB costs a
-    copy and, with sizes that vary, page faults): `data` is the chunk just read, `prefix` the start of its
-    first line, read with the chunk before (or, for a stream's first block, the lines sniffed)."""
-
-    prefix: bytes
-    data: bytes
-    end: int
-    position: int | None  # the stream's position on disk right after it was read (for progress)
-    failure: BaseException | None = None  # the read error that ended the stream after this block
-
-    @property
-    def size(self) -> int:
-        return len(self.prefix) + self.end
-
-    def block(self) -> bytes:
-        if not self.prefix and self.end == len(self.data):
-            return self.data
-        return b"".join((self.prefix, memoryview(self.data)[: self.end]))
-
-
-def _cut_blocks(fh: IO[bytes], head: bytes) -> Iterator[_Cut]:
-    """A stream's bytes in blocks of about BLOCK_BYTES cut after a newline, `head` first."""
-    rest = head  # the bytes read but not handed out yet (a line's start, or the head)
-    while True:
-        chunk, failure = _read_some(fh, BLOCK_BYTES)
-        if failure is not None:  # a truncated gzip: the whole lines read so far, then the error
-            data = rest + chunk
-            yield _Cut(b"", data, data.rfind(b"\n") + 1, None, failure)
-            return
-        if not chunk:
-            if rest:  # the last line has no newline
-                yield _Cut(b"", rest, len(rest), _disk_position(fh))
-            return
-        cut = chunk.rfind(b"\n")
-        if cut < 0:
-            data = rest + chunk
-            cut = data.rfind(b"\n")  # only the head can hold one
-            if cut < 0:  # one line longer than a block: keep reading
-                rest = data
-                continue
-            yield _Cut(b"", data, cut + 1, _disk_position(fh))
-            rest = data[cut + 1 :]
-            continue
-        yield _Cut(rest, chunk, cut + 1, _disk_position(fh))
-        rest = chunk[cut + 1 :]
-
-
-def _block_lines(block: bytes) -> pl.DataFrame | None:
-    """A block's lines (column `l`, null for an empty line), or None when it must go line by line."""
+def _parse_or_none(fmt: Format, line: bytes) -> list[dict[str, Any]] | None:
     try:
-        # a one-column "CSV" whose separator cannot occur in a valid line is polars' fast line
-        # splitter; it keeps empty lines (null) so row i is line first+i. Invalid UTF-8, or the
-        # separator inside a line, make it fail: that block then goes line by line.
-        lines = _read_lines(block)
-    except pl.exceptions.PolarsError:
+        return fmt.parse(line)
+    except (ValueError, TypeError, RecursionError):
         return None
-    n = lines.height
-    # every byte is a line's or its newline's (cheaper than counting newlines); CRLF lines lost
-    # their CR, so for those count the newlines to be sure no line was split or merged
-    tail = 0 if block.endswith(b"\n") else 1
-    if _line_bytes(lines) + n - tail != len(block) and block.count(b"\n") + tail != n:
-        return None
-    return lines
-
-
-def _chunk_lines(cut: _Cut) -> pl.DataFrame | None:
-    """`_block_lines` without joining the block: the chunk read is split as it is, its first row (the
-    end of the line `prefix` starts) and its last (a line the next block holds) fixed up. None when that
-    does not plainly give the block's lines (say the chunk's edge cut a UTF-8 character in two): the
-    joined block is then split as before."""
-    data, end, prefix = cut.data, cut.end, cut.prefix
-    if b"\n" in prefix or end == 0:  # the sniffed lines, or a chunk that ends no line
-        return None
-    try:
-        rows = _read_lines(data)
-        first = 0
-        parts = []
-        if prefix:  # the first row is the end of a line that began in the chunk before
-            seam = _read_lines(prefix + data[: data.find(b"\n") + 1])
-            if seam.height != 1:
-                return None
-            parts.append(seam)
-            first = 1
-    except pl.exceptions.PolarsError:
-        return None
-    last = rows.height - (1 if end < len(data) else 0)  # the last row is the next block's
-    if last < first:
-        return None
-    parts.append(rows.slice(first, last - first))
-    lines = pl.concat(parts) if len(parts) > 1 else parts[0]
-    # every byte of the block is a line's or its newline's, the block ends with one: the rows are its
-    # lines, one for one (else, with CRLF lines say, the block is split as before)
-    if _line_bytes(lines) + lines.height != cut.size or data[end - 1 : end] != b"\n":
-        return None
-    return lines
-
-
-def _read_lines(text: bytes) -> pl.DataFrame:
-    return pl.read_csv(text, has_header=False, separator="\x1f", quote_char=None, schema={"l": pl.String})
-
-
-def _line_bytes(lines: pl.DataFrame) -> int:
-    return int(lines["l"].str.len_bytes().sum() or 0)
-
-
-@dataclass
-class _Split:
-    """A block split into lines: how many, and the few that need a closer look."""
-
-    lines: int
-    # line (0-based in the block), l (the text), candidate, object, nul, simple (what the columnar path
-    # decodes); the lines left out are valid objects unrelated to leases
-    flagged: pl.DataFrame
-    texts: pl.Series  # the lines the columnar path decodes (candidate, no NUL, simple)
-    joined: pl.Series  # those lines joined by newlines, one string
-    ndjson: bytes  # the same, as bytes (what `read_ndjson` reads)
-    fields: pl.Series | None  # those lines in buffers of their own, if `fields` is kept
-
-
-class _ColumnarDecoder:
-    """Decodes candidate lines in bulk and maps them onto canonical columns (FieldMapper.extract, vectorised)."""
-
-    def __init__(self, mapper: FieldMapper) -> None:
-        self.mapper = mapper
-        self.aliases = mapper.aliases
-        self.keys: list[str] = list(dict.fromkeys(k for keys in self.aliases.values() for k in keys))
-        job_keys = self.aliases["job_id"]
-        # a JSON key is always written in quotes; a dotted name may be nested (`"job":{"id":..}`)
-        self.needles: list[str] = list(
-            dict.fromkeys([*(f'"{k}"' for k in job_keys), *(f'"{k.split(".", 1)[0]}"' for k in job_keys)])
-        )
-        # the needles' common prefix (`"job`): a literal search for it is many times faster than the
-        # multi-needle one, which then only runs on the few lines that have it
-        prefix = _common_prefix(self.needles)
-        self.prefix: str | None = prefix if len(prefix) >= 3 else None
-        self._needles_regex = _any_literal(self.needles)
-        # field names seen so far: the decode schema grows when a block shows a new one (a narrow
-        # schema decodes faster than all ~120 spellings)
-        self.known: set[str] = set()
-        self._unseen_regex: tuple[list[str], str] = ([], "")  # `learn`'s search, rebuilt when `known` grows
-
-    def prefilter(self, line: pl.Expr) -> pl.Expr:
-        """A cheap test every candidate line passes (the needles' literal common prefix, if any)."""
-        if self.prefix is not None:
-            return line.str.contains(self.prefix, literal=True)
-        return self.candidate(line)
-
-    def candidate(self, line: pl.Expr) -> pl.Expr:
-        """The exact test: one of the needles occurs. A regex of the needles as literals: the same test
-        as `contains_any`, and faster."""
-        return line.str.contains(self._needles_regex)
-
-    def learn(self, texts: pl.Series, joined: pl.Series) -> None:
-        """Field names not seen before that occur in these lines as keys (a literal search: no line is
-        decoded; a name found elsewhere in a line may be taken too, which only widens the schema).
-
-        `joined` is the lines joined. One regex search over it for an unseen name written as a key (after
-        `{` or `,`) is several times faster than a multi-needle search line by line, and every key of a
-        JSON object is written so; only when it finds one are the lines searched one by one."""
-        unseen = [k for k in self.keys if k not in self.known]
-        if not unseen or texts.is_empty():
-            return
-        if self._unseen_regex[0] != unseen:
-            self._unseen_regex = (unseen, r'[{,]\s*"' + _any_literal(unseen) + '"')
-        if not joined.str.contains(self._unseen_regex[1]).any():
-            return
-        quoted = [f'"{k}"' for k in unseen]
-        found = texts.filter(texts.str.contains_any(quoted)).str.extract_many(quoted)
-        self.known.update(q[1:-1] for q in found.explode().drop_nulls().unique().to_list())
-
-    def decode(
-        self, candidates: pl.DataFrame, ndjson: bytes, st: _Stream, fields: pl.Series | None
-    ) -> tuple[pl.DataFrame, Counter[str]] | None:
-        """(lease-event rows in RAW_SCHEMA, unmapped event names), or None if some line does not decode.
-
-        `ndjson` is the candidates' lines joined by newlines; `fields` the lines for the `fields` column
-        (None: left null)."""
-        texts = candidates["l"]
-        schema = {k: pl.String() for k in self.keys if k in self.known}
-        try:
-            decoded = pl.read_ndjson(ndjson, schema=schema)
-        except pl.exceptions.PolarsError:
-            return None
-        if decoded.height != candidates.height:
-            return None
-        # the decoded columns are renamed k0, k1 ..: a field named like one of the columns added below
-        # (`line`, `canonical` ..) cannot clash with them
-        column_of = {k: f"k{i}" for i, k in enumerate(schema)}
-        decoded.columns = list(column_of.values())
-
-        def pick(canonical: str) -> pl.Expr:
-            # the first alias with a non-empty value, as FieldMapper.extract does
-            cols = [
-                pl.when(pl.col(c) != "").then(pl.col(c))
-                for c in (column_of.get(k) for k in self.aliases[canonical])
-                if c is not None
-            ]
-            return pl.coalesce(cols) if cols else pl.lit(None, dtype=pl.String)
-
-        # first what decides which rows are lease events: job id, event name (and message)
-        has_message = bool(self.mapper.message_events)
-        rows = decoded.with_columns(
-            candidates["line"].alias("line"),
-            (texts if fields is None else fields).alias("l"),
-            pick("job_id").alias("job_id"),
-            pick("event").alias("event_name"),
-            *([pick("message").alias("message")] if has_message else []),
-        )
-        # event names repeat: map each distinct name once, in Python, exactly as FieldMapper does
-        distinct = rows["event_name"].unique().drop_nulls().to_list()
-        hits = {n: self.mapper.event_aliases.get(normalise_event_name(n)) for n in distinct}
-        to_canonical = {n: h[0] for n, h in hits.items() if h is not None}
-        event_name = pl.col("event_name")
-        canonical = event_name.replace_strict(to_canonical, default=None, return_dtype=pl.String)
-        raw_event = event_name
-        if has_message:  # a record without an event name may say it in its message
-            by_message = pl.when(event_name.is_null()).then(
-                _normalised(pl.col("message")).replace_strict(
-                    self.mapper.message_events, default=None, return_dtype=pl.String
-                )
-            )
-            raw_event = (
-                pl.when(event_name.is_null() & by_message.is_not_null())
-                .then(pl.col("message"))
-                .otherwise(event_name)
-            )
-            canonical = pl.coalesce(canonical, by_message)
-        rows = rows.with_columns(canonical.alias("canonical"), raw_event.alias("raw_event"))
-        has_job = pl.col("job_id").is_not_null()
-        unmapped = rows.filter(has_job & pl.col("canonical").is_null() & pl.col("raw_event").is_not_null())
-        names: Counter[str] = Counter(dict(unmapped["raw_event"].value_counts().iter_rows()))
-        used = has_job & pl.col("canonical").is_not_null()
-        if rows.select(used.all()).item() is not True:
-            rows = rows.filter(used)
-
-        # then the lease events' rows: every RAW_SCHEMA column in one select
-        implied_by_name: dict[str, dict[str, str]] = {}
-        for n, h in hits.items():
-            for f, v in (h[1] if h is not None else {}).items():
-                implied_by_name.setdefault(f, {})[n] = v
-
-        def column(c: str, dtype: pl.DataType) -> pl.Expr:
-            if c in ("line", "raw_event"):
-                return pl.col(c)
-            if c == "event":
-                return pl.col("canonical")
-            if c == "fields":  # the line itself
-                return pl.lit(None, dtype=dtype) if fields is None else pl.col("l")
-            if c == "file":
-                return pl.lit(st.report.path, dtype=dtype)
-            if c == "file_index":
-                return pl.lit(st.index, dtype=dtype)
-            if c not in self.aliases:
-                return pl.lit(None, dtype=dtype)
-            value = pick(c)
-            if c in implied_by_name:  # an event name that says an outcome (`release_deleted_0`)
-                value = pl.coalesce(
-                    value, event_name.replace_strict(implied_by_name[c], default=None, return_dtype=pl.String)
-                )
-            if c == "pod":
-                value = value.fill_null(st.pod_fallback)
-            return value
-
-        return rows.select(column(c, t).cast(t).alias(c) for c, t in RAW_SCHEMA.items()), names
-
-
-def _owned_lines(ndjson: bytes, texts: pl.Series) -> pl.Series:
-    """`texts` (lines of a block) in buffers of their own: polars string views would otherwise keep every
-    block's whole text alive (memory would follow the input, not the events kept). Split again from
-    `ndjson` (those lines joined), which was just parsed, rather than copied out of the block."""
-    copy = pl.read_csv(ndjson, has_header=False, separator="\x1f", quote_char=None, schema={"l": pl.String})[
-        "l"
-    ]
-    if copy.len() == texts.len() and copy.str.len_bytes().sum() == texts.str.len_bytes().sum():
-        return copy  # the same lines (splitting only ever drops a CR, which would change the sum)
-    return texts + ""
-
-
-def _any_literal(words: list[str]) -> str:
-    """A regex (Rust syntax) that matches where any of `words` occurs, each taken literally: every
-    character but [A-Za-z0-9_] is escaped."""
-
-    def literal(word: str) -> str:
-        return "".join(c if c.isascii() and (c.isalnum() or c == "_") else f"\\x{{{ord(c):X}}}" for c in word)
-
-    return "(?:" + "|".join(literal(w) for w in words) + ")"
-
-
-def _common_prefix(words: list[str]) -> str:
-    prefix = min(words, default="")
-    last = max(words, default="")
-    i = 0
-    while i < len(prefix) and prefix[i] == last[i]:
-        i += 1
-    return prefix[:i]
-
-
-def _normalised(name: pl.Expr) -> pl.Expr:
-    """events.normalise_event_name as an expression."""
-    return name.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_")
-
-
-def _fields_json(rec: dict[str, Any]) -> str:
-    try:
-        return orjson.dumps(rec, default=str).decode()
-    except TypeError:
-        # a value nested deeper than orjson writes (255 levels; repr would recurse too): keep the rest
-        safe: dict[str, Any] = {}
-        for k, v in rec.items():
-            try:
-                orjson.dumps(v, default=str)
-                safe[k] = v
-            except TypeError:
-                safe[k] = "<value nested too deep>"
-        return orjson.dumps(safe, default=str).decode()

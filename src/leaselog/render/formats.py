@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from leaselog.reading.inspect import Inspection, describe_formats
+from leaselog.render.safe import printable
 
 DETAIL_COLUMNS = ("lease_ms", "released", "renewal_outcome")
 
@@ -36,12 +37,16 @@ def render_formats(console: Console) -> None:
     )
 
 
+def _text(v: object) -> str:
+    """A value read from a log, for a markup string: control characters and markup both escaped."""
+    return escape(printable(v))
+
+
 def render_inspection(r: Inspection, console: Console) -> None:
     how = "forced" if r.forced else "detected"
     votes = ", ".join(f"{k} {v}" for k, v in r.votes.items()) or "none"
     console.print(
-        f"[bold]{escape(r.path)}[/bold]: format [bold]{r.format}[/bold] ({how}; "
-        f"first lines read by: {votes})",
+        f"[bold]{_text(r.path)}[/bold]: format [bold]{r.format}[/bold] ({how}; first lines read by: {votes})",
         highlight=False,
     )
     rep = r.report
@@ -58,8 +63,8 @@ def render_inspection(r: Inspection, console: Console) -> None:
     for k in r.keys:
         field = k.field or "[dim]-[/dim]"
         if k.shadowed_by:
-            field += f" [dim](but {escape(k.shadowed_by)} wins)[/dim]"
-        keys.add_row(escape(k.key), field, escape(k.example))
+            field += f" [dim](but {_text(k.shadowed_by)} wins)[/dim]"
+        keys.add_row(_text(k.key), field, _text(k.example))
     console.print(keys)
 
     if r.events.height:
@@ -74,11 +79,11 @@ def render_inspection(r: Inspection, console: Console) -> None:
             ev.add_row(
                 str(row["line"]),
                 t.strftime("%H:%M:%S.%f")[:-3] if t else "?",
-                escape(str(row["pod"])),
-                escape(str(row["job_id"])),
-                escape(str(row["execution_id"])),
-                row["event"],
-                escape(" ".join(details)),
+                _text(str(row["pod"])),
+                _text(str(row["job_id"])),
+                _text(str(row["execution_id"])),
+                _text(row["event"]),
+                _text(" ".join(details)),
             )
         console.print(ev)
     else:
@@ -92,6 +97,6 @@ def render_inspection(r: Inspection, console: Console) -> None:
             highlight=False,
         )
         for name, n in r.unmapped_events.items():
-            console.print(f"  {escape(name)}  ({n} lines)", highlight=False)
+            console.print(f"  {_text(name)}  ({n} lines)", highlight=False)
     for line, why in r.malformed:
-        console.print(f"[red]malformed[/red] line {line}: {escape(why)}", highlight=False)
+        console.print(f"[red]malformed[/red] line {line}: {_text(why)}", highlight=False)

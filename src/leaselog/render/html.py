@@ -20,6 +20,7 @@ import polars as pl
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, iso
 from leaselog.render.figures import _Axis, overview_spec, timeline_spec
+from leaselog.render.safe import printable
 
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
@@ -40,7 +41,9 @@ CSP = (
 
 
 def e(text: object) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    """Text for HTML: markup escaped, and control characters shown as `\\x1b` escapes as in the terminal
+    (a raw ESC is inert in a browser, but not in `cat report.html`)."""
+    return html.escape("" if text is None else printable(text, lines=True), quote=True)
 
 
 def embed_json(payload: Any) -> str:

@@ -15,6 +15,8 @@ from rich.text import Text
 from leaselog.analysis import Analysis
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, gc_paused
+from leaselog.reading.reader import MAX_LOCATED
+from leaselog.render.safe import printable
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_MALFORMED_SHOWN = 10
@@ -24,7 +26,7 @@ def render(a: Analysis, console: Console, *, max_jobs: int | None = 50) -> None:
     _inputs(a, console)
     _malformed(a, console)
     for p in a.problems:
-        console.print(Text(f"note: {p}", style="yellow"))
+        console.print(Text(f"note: {printable(p)}", style="yellow"))
     # the collector off while tens of thousands of findings are gone through: a collection walks them all
     with gc_paused():
         _findings(a, console, max_jobs)
@@ -39,11 +41,24 @@ def _inputs(a: Analysis, console: Console) -> None:
         ("used", "right"),
         ("ignored", "right"),
         ("malformed", "right"),
+        ("pod from", "left"),
     ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
+    zones = a.local_time_files
+    if zones:  # which files have times without a zone, and the zone they were read in
+        t.add_column("local times", justify="left")
     for r in a.input_reports:
         bad = Text(str(r.malformed), style="red" if r.malformed else "")
-        t.add_row(r.path, r.format, str(r.lines), str(r.used), str(r.ignored), bad)
+        row: list[Text | str] = [
+            Text(printable(r.path)),
+            r.format,
+            str(r.lines),
+            str(r.used),
+            str(r.ignored),
+            bad,
+            Text(printable(r.pod_source or "")),
+        ]
+        t.add_row(*row, *([Text(zones.get(r.path, ""))] if zones else []))
     tot = a.line_totals()
     if len(a.input_reports) > 1:
         t.add_row(
@@ -53,6 +68,8 @@ def _inputs(a: Analysis, console: Console) -> None:
             str(tot["used"]),
             str(tot["ignored"]),
             str(tot["malformed"]),
+            "",
+            *([""] if zones else []),
             style="bold",
         )
     console.print(t)
@@ -60,12 +77,15 @@ def _inputs(a: Analysis, console: Console) -> None:
     console.print(f"{n_jobs} jobs, {a.executions.height} executions, {a.events.height} lease events")
     for r in a.input_reports:
         if r.error:
-            console.print(Text(f"{r.path}: {r.error}", style="red"))
+            console.print(Text(f"{printable(r.path)}: {printable(r.error)}", style="red"))
+        for note in r.notes():  # skipped, read once under another path, duplicate lines dropped
+            console.print(Text(f"{printable(r.path)}: {printable(note)}", style="yellow"))
         if r.unmapped_events:
-            names = ", ".join(f"{k} ({v})" for k, v in r.unmapped_events.most_common(5))
+            names = ", ".join(f"{printable(k)} ({v})" for k, v in r.unmapped_events.most_common(5))
             console.print(
                 Text(
-                    f"{r.path}: event names leaselog does not know (map them in leaselog.toml): {names}",
+                    f"{printable(r.path)}: event names leaselog does not know (map them in leaselog.toml): "
+                    f"{names}",
                     style="yellow",
                 )
             )
@@ -85,9 +105,15 @@ def _malformed(a: Analysis, console: Console) -> None:
     total = a.line_totals()["malformed"]
     console.print(Text(f"{total} malformed line(s):", style="red"))
     for f, line, why in a.malformed.head(MAX_MALFORMED_SHOWN).iter_rows():
-        console.print(f"  {f}:{line}: {why}", highlight=False, markup=False)
+        console.print(Text(f"  {printable(f)}:{line}: {printable(why)}"), highlight=False)
     if total > MAX_MALFORMED_SHOWN:
-        console.print(f"  … and {total - MAX_MALFORMED_SHOWN} more (all of them in --json output)")
+        located = a.malformed.height
+        where = (
+            "all of them in --json output"
+            if located >= total
+            else f"--json lists {located} of them, the first {MAX_LOCATED} of each file and reason"
+        )
+        console.print(Text(f"  … and {total - MAX_MALFORMED_SHOWN} more ({where})"), highlight=False)
 
 
 def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
@@ -98,7 +124,7 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
         return
     # tens of thousands of findings: their severities and jobs gathered by C loops (map)
     severities = list(map(attrgetter("severity"), fs))
-    jobs = [job or "(fleet)" for job in map(attrgetter("job_id"), fs)]
+    jobs = [printable(job) if job else "(fleet)" for job in map(attrgetter("job_id"), fs)]
     counts = Counter(severities)
     # each job's most severe finding orders the jobs
     rank: dict[str, int] = {}
@@ -128,12 +154,12 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
             if f.duration_ms is not None:
                 head.append(f"  {format_duration(f.duration_ms)}")
             if f.trigger:
-                head.append(f"  trigger={f.trigger}")
+                head.append(f"  trigger={printable(f.trigger)}")
             if f.certainty == "uncertain":
                 head.append("  (uncertain)", style="magenta")
-            lines += [head, Padding(Text(f.message), (0, 0, 0, 6), expand=False)]
+            lines += [head, Padding(Text(printable(f.message, lines=True)), (0, 0, 0, 6), expand=False)]
             if f.evidence:
-                where = ", ".join(f"{e.file}:{e.line}" for e in f.evidence[:6])
+                where = printable(", ".join(f"{e.file}:{e.line}" for e in f.evidence[:6]))
                 more = f" (+{len(f.evidence) - 6})" if len(f.evidence) > 6 else ""
                 lines.append(
                     Padding(Text(f"evidence: {where}{more}", style="dim"), (0, 0, 0, 6), expand=False)

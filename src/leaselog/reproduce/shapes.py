@@ -484,6 +484,55 @@ def loki(pods: Pods, job: str | None) -> dict[str, list[str]]:
     return {f"{APP}.jsonl": out}
 
 
+SPRING_BANNER = [
+    "",
+    "  .   ____          _            __ _ _",
+    " /\\\\ / ___'_ __ _ _(_)_ __  __ _ \\ \\ \\ \\",
+    "( ( )\\___ | '_ | '_| | '_ \\/ _` | \\ \\ \\ \\",
+    " \\\\/  ___)| |_)| | | | | || (_| |  ) ) ) )",
+    "  '  |____| .__|_| |_|_| |_\\__, | / / / /",
+    " =========|_|==============|___/=/_/_/_/",
+    "",
+    " :: Spring Boot ::                (v3.5.0)",
+    "",
+]
+
+
+def _kv_value(s: str) -> str:
+    """kv() writes `key=value`; a value with a blank, a quote or a bracket (or empty) is quoted so it
+    reads back whole."""
+    if s and not any(c in s for c in ' ",]}'):
+        return s
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def spring_console_line(row: Row, pod: str, job: str | None) -> list[str]:
+    """One row as Spring Boot 3.5's default console line (`spring.application.name` set), the lease fields
+    as logstash-logback-encoder's `kv()` renders them in the message; a stack trace under a WARN line."""
+    pairs = " ".join(f"{k}={_kv_value(mdc_str(v))}" for k, v in kv(row, job).items())
+    msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
+    thread = "scheduling-1" if "jobId" in row else "main"
+    line = f"{iso(row_time(row))} {level(row):>5} 1 --- [{APP}] [{thread:>15}] {logger(row):<40.40} : {msg}"
+    if level(row) == "WARN":
+        return [
+            line,
+            "java.lang.IllegalStateException: pool exhausted",
+            "\tat com.acme.db.Pool.borrow(Pool.java:118)",
+            "\t... 12 more",
+        ]
+    return [line]
+
+
+@fleet_shape("spring-console", "spring-console")
+def spring_console(pods: Pods, job: str | None) -> dict[str, list[str]]:
+    """Spring Boot's default console output, as a terminal or `kubectl logs` shows it: the banner, then
+    console lines with the lease fields as `kv()` pairs; the pod is the file name (one file per pod)."""
+    return {
+        f"{pod}.log": [*SPRING_BANNER, *(x for r in rows for x in spring_console_line(r, pod, job))]
+        for pod, rows in pods.items()
+    }
+
+
 @fleet_shape("flat", "flat", sample=False)
 def flat(pods: Pods, job: str | None) -> dict[str, list[str]]:
     """The rows as they are: one JSON object per line, one file per pod (what the lab's workers write)."""

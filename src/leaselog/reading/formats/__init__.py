@@ -12,25 +12,35 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from leaselog.reading.formats import containers, json_shapes, otlp, text
+from leaselog.reading.formats import console, containers, json_shapes, otlp, text
 from leaselog.reading.formats._common import (
+    CONTINUATION_RE,
     Malformed,
     Record,
+    fields_json,
     flatten,
     json_object_shape,
     looks_like_continuation,
     pod_from_path,
     try_object,
 )
+from leaselog.reading.formats.console import TIME_OF_DAY, is_noise
 
 __all__ = [
+    "BOM",
+    "CONTINUATION_RE",
     "DETECTION_ORDER",
     "FORMATS",
+    "TIME_OF_DAY",
     "Format",
     "Malformed",
     "Record",
     "detect_format",
+    "fields_json",
     "flatten",
+    "is_noise",
+    "line_format",
+    "looks_like_continuation",
     "pod_from_path",
     "sniff_votes",
 ]
@@ -73,6 +83,17 @@ FORMATS: dict[str, Format] = {
             "P (partial) lines joined with the F line that ends them",
             shape_error=containers.cri_shape,
             join=containers.join_cri,
+        ),
+        Format(
+            "spring-console",
+            "plain console lines: Spring Boot 2.x/3.x, Logback and Log4j2 default patterns",
+            console.parse_console,
+            console.sniff_console,
+            False,
+            maps="time, level, thread, logger read from the line (time of day only: the date from the "
+            "file name, else its modification time); key=value pairs in the message (kv(), printf) or in an "
+            "MDC block -> fields, last wins; pod from the file name unless a pair names it",
+            shape_error=console.console_shape,
         ),
         Format(
             "kubectl",
@@ -184,6 +205,7 @@ FORMATS: dict[str, Format] = {
 # `text` is never auto-detected: a file of prose is only read with --format text or message rules.
 DETECTION_ORDER: list[str] = [
     "cri",
+    "spring-console",
     "kubectl",
     "otlp",
     "fluentbit",
@@ -198,8 +220,17 @@ DETECTION_ORDER: list[str] = [
 
 
 def _sample(sample: list[bytes]) -> list[bytes]:
-    """The lines detection looks at: not blank, not a stack-trace continuation (those carry no shape)."""
-    return [s for s in sample if s.strip() and not looks_like_continuation(s)]
+    """The lines detection looks at: not blank, not noise (banner, JVM warnings), not a stack-trace
+    continuation (those carry no shape). A BOM is not part of a line's shape."""
+    out = []
+    for s in sample:
+        s = s.removeprefix(BOM)
+        if s.strip() and not is_noise(s) and not looks_like_continuation(s):
+            out.append(s)
+    return out
+
+
+BOM = b"\xef\xbb\xbf"
 
 
 def sniff_votes(sample: list[bytes]) -> dict[str, int]:
@@ -213,12 +244,42 @@ def sniff_votes(sample: list[bytes]) -> dict[str, int]:
 
 
 def detect_format(sample: list[bytes]) -> str | None:
-    """The first format in DETECTION_ORDER that reads at least half the sample lines, or None."""
+    """The first format in DETECTION_ORDER that reads at least half the sample lines; else the one that
+    reads the most (the first in DETECTION_ORDER on a tie); None when no line has a known shape.
+
+    This is only the file's *first guess*, the shape tried first on every line (and the one that lets
+    a uniform JSON file take the reader's columnar path): a line that does not fit it is read by
+    `line_format`, so a banner, a head of JVM warnings or a run of lines of another shape never changes
+    how the rest of the file is read.
+    """
     n = len(_sample(sample))
-    if not n:
-        return None
     votes = sniff_votes(sample)
+    best = max(votes.values(), default=0)
+    if not best:
+        return None
     for name in DETECTION_ORDER:
-        if votes[name] and votes[name] * 2 >= n:
+        if votes[name] * 2 >= n:
             return name
+    return next(name for name in DETECTION_ORDER if votes[name] == best)
+
+
+# one line on its own: JSON lines are only ever read as JSON (a broken object is malformed, never
+# read as logfmt), text lines as a wrapper, a console line or logfmt
+_JSON_ORDER = [n for n in DETECTION_ORDER if FORMATS[n].json_like]
+_TEXT_ORDER = [n for n in DETECTION_ORDER if not FORMATS[n].json_like]
+
+
+def line_format(line: bytes) -> Format | None:
+    """The shape of one line on its own (FORMATS.md's order), or None when no shape reads it."""
+    if line.lstrip()[:1] == b"{":
+        obj = try_object(line)
+        if obj is None:
+            return None
+        for name in _JSON_ORDER:
+            if FORMATS[name].sniff(line, obj):
+                return FORMATS[name]
+        return None
+    for name in _TEXT_ORDER:
+        if FORMATS[name].sniff(line, None):
+            return FORMATS[name]
     return None

@@ -157,12 +157,24 @@ def pod_from_path(path: str) -> str:
     return name.split(".")[0]
 
 
-_CONTINUATION_STARTS = (b"Caused by:", b"...", b"at ", b"Exception", b"java.")
+_CONTINUATION_STARTS = (b"Caused by:", b"Suppressed:", b"...", b"at ", b"Exception", b"java.")
+# a stack trace's first line: `org.example.SomeException: message` (a qualified class name that ends
+# in Exception/Error/Throwable)
+_EXCEPTION_LINE = re.compile(rb"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\Z)")
+# the same test as a regex over a line (Rust syntax), for the reader's columnar path
+CONTINUATION_RE = (
+    r"^(?:[ \t]|Caused by:|Suppressed:|\.\.\.|at |Exception|java\.|"
+    r"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$))"
+)
 
 
 def looks_like_continuation(line: bytes) -> bool:
     """Stack-trace / multi-line message continuations (the reader attaches them to the event before)."""
-    return line[:1] in (b" ", b"\t") or line.startswith(_CONTINUATION_STARTS)
+    return (
+        line[:1] in (b" ", b"\t")
+        or line.startswith(_CONTINUATION_STARTS)
+        or (line[:1].isalpha() and _EXCEPTION_LINE.match(line) is not None)
+    )
 
 
 def decode(line: bytes) -> str:
@@ -170,3 +182,18 @@ def decode(line: bytes) -> str:
         return line.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Malformed("invalid UTF-8") from e
+
+
+def fields_json(rec: dict[str, Any]) -> str:
+    try:
+        return orjson.dumps(rec, default=str).decode()
+    except TypeError:
+        # a value nested deeper than orjson writes (255 levels; repr would recurse too): keep the rest
+        safe: dict[str, Any] = {}
+        for k, v in rec.items():
+            try:
+                orjson.dumps(v, default=str)
+                safe[k] = v
+            except TypeError:
+                safe[k] = "<value nested too deep>"
+        return orjson.dumps(safe, default=str).decode()

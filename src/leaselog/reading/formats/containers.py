@@ -26,6 +26,7 @@ from leaselog.reading.formats._common import (
     load_object,
     logfmt_record,
 )
+from leaselog.reading.formats.console import console_record
 from leaselog.reading.formats.json_shapes import object_records
 
 Obj = dict[str, Any] | None
@@ -37,7 +38,7 @@ MAX_JOINED_PARTS = 4096
 
 
 def app_records(text: bytes | str, wrapper: str) -> list[Record]:
-    """The application's own line inside a wrapper: JSON (any shape), logfmt, or plain text.
+    """The application's own line inside a wrapper: JSON (any shape), a console line, logfmt, or plain text.
 
     Plain text is a valid line (a banner, a stack-trace line, prose a message rule may match): it becomes
     `{"message": text}`. Text that starts like JSON but is not is malformed: a broken structured line.
@@ -58,7 +59,9 @@ def app_records(text: bytes | str, wrapper: str) -> list[Record]:
             raise Malformed(f"{wrapper}: app line is not valid UTF-8") from e
     else:
         t = s
-    rec = logfmt_record(t)
+    rec = console_record(t) if t[:1].isdigit() else None  # a console line (Spring Boot, Logback)
+    if rec is None:
+        rec = logfmt_record(t)
     return [rec if rec is not None else {"message": t}]
 
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from leaselog.reading.formats._common import Malformed, Record, decode, logfmt_record
+from leaselog.reading.formats.console import console_record
 
 Obj = dict[str, Any] | None
 
 
 def parse_logfmt(line: bytes) -> list[Record]:
-    rec = logfmt_record(decode(line))
+    text = decode(line)
+    if text.lstrip()[:1] == "{":  # a JSON line (broken, if its own shape did not read it): never logfmt
+        raise Malformed("a JSON line, not logfmt")
+    if text[:1].isdigit() and console_record(text) is not None:
+        # `2026-.. INFO 1 --- [main] x : jobId=..` has pairs, but its header is a console line's
+        raise Malformed("a console log line, not logfmt")
+    rec = logfmt_record(text)
     if rec is None:
         raise Malformed("not logfmt: fewer than two key=value pairs")
     return [rec]
@@ -20,9 +27,10 @@ def sniff_logfmt(line: bytes, obj: Obj) -> bool:
     if obj is not None:
         return False
     try:
-        return logfmt_record(line.decode("utf-8")) is not None
-    except UnicodeDecodeError:
+        parse_logfmt(line)
+    except Malformed:
         return False
+    return True
 
 
 def logfmt_shape(line: bytes) -> str | None:
