@@ -375,3 +375,20 @@ def test_usage_and_input_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFix
             main(["watch", str(tmp_path), "-q", "--exit-when-idle", "0s", "--metrics-port", str(port)]) == 2
         )
     assert "--metrics-port" in capsys.readouterr().err
+
+
+def test_malformed_lines_are_counted_and_located_as_analyze_does(tmp_path: Path) -> None:
+    t0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    f = tmp_path / "pod-a.jsonl"
+    good = _line(t0, executionId="a", pod="pod-a", event="lock_acquired", leaseMs=1000)
+    f.write_bytes(good * 3 + b'{"ts": "2026-11-02T10:00:01Z", "jobId": \n' + good)
+    w = watcher([str(tmp_path)], io.BytesIO())
+    w.tick()
+    with f.open("ab") as fh:
+        fh.write(b"\x00\x01 binary\n" + good)
+    w.tick()
+    a = leaselog.analyze(str(tmp_path))
+    assert w.state.lines["malformed"] == a.line_totals()["malformed"] == 2
+    assert w.state.rejected_lines().rows() == a.malformed.rows()
+    assert [r[1] for r in a.malformed.rows()] == [4, 6]
+    w.finish()

@@ -34,7 +34,8 @@ from leaselog.reading.sources import Source
 from leaselog.reconstruct import reconstruct
 from leaselog.watch.follow import Chunk, Tail
 
-FLEET_CODES = ("LL701",)  # checks over every job at once: run periodically and at exit
+FLEET_CODES = ("LL701",)
+LOCATED = 1000  # malformed lines located per input and reason (the reader's own bound per file)  # checks over every job at once: run periodically and at exit
 EMPTY_RAW = pl.DataFrame(schema=RAW_SCHEMA)
 
 
@@ -62,6 +63,7 @@ class InputState:
     format: str | None = None  # fixed once SNIFF_LINES lines were read in one go
     head: bytes = b""  # the lines read while the format is not fixed (read again when more come)
     malformed: list[tuple[str, int, str]] = field(default_factory=list)
+    located: Counter[str] = field(default_factory=Counter)  # malformed lines seen, by reason
 
 
 class LiveState:
@@ -113,6 +115,7 @@ class LiveState:
             self.lines[k] -= getattr(st.report, k)
         st.report = InputReport(st.tail.display, "?")
         st.malformed = []
+        st.located = Counter()
         if self._frames or self._raw.height:
             self._raw = self.raw().filter(pl.col("file_index") != st.file_index)
             self._frames = []
@@ -140,7 +143,10 @@ class LiveState:
         if rep.error:
             r.error = rep.error
         self.lines.update(used=rep.used, ignored=rep.ignored, malformed=rep.malformed)
-        st.malformed.extend((st.tail.display, n + shift, why) for _, n, why in got.malformed)
+        for _, n, why in got.malformed:  # located up to LOCATED per input and reason, as analyze does
+            st.located[why] += 1
+            if st.located[why] <= LOCATED:
+                st.malformed.append((st.tail.display, n + shift, why))
         raw = got.raw
         if raw.height:
             raw = raw.with_columns(
