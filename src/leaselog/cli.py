@@ -513,6 +513,123 @@ def reproduce_command(
         raise typer.Exit(1)
 
 
+@app.command("watch")
+def watch_command(
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Log files, folders (new files in them are followed), globs, or - for stdin.",
+            show_default=False,
+        ),
+    ],
+    jsonl: Annotated[
+        str | None,
+        typer.Option(help="Write each finding event as a JSON line to this file (- for stdout)."),
+    ] = None,
+    exit_when_idle: Annotated[
+        str | None,
+        typer.Option(help="Exit when no input grew for this long (4s); else run until SIGINT/SIGTERM."),
+    ] = None,
+    on_finding: Annotated[
+        str | None,
+        typer.Option(
+            help="Run this shell command with a finding's JSON on stdin (findings at --fail-on or worse)."
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn, typer.Option(help="Severity for --on-finding, and exit 1 at the end when one stands.")
+    ] = FailOn.error,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve Prometheus metrics on this port (127.0.0.1).")
+    ] = None,
+    forget_after: Annotated[
+        str,
+        typer.Option(
+            help="Drop a job's state once all its executions ended this long before the newest line."
+        ),
+    ] = "15m",
+    lease_ttl: Annotated[
+        str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")
+    ] = None,
+    max_skew: Annotated[
+        str | None, typer.Option(help="Clock-skew bound between pods. Default 250ms.")
+    ] = None,
+    clock_offset: Annotated[
+        list[str] | None,
+        typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms."),
+    ] = None,
+    stop_slo: Annotated[
+        str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")
+    ] = None,
+    takeover_slo: Annotated[
+        str | None, typer.Option(help="Takeover target after a crash. Default 60s.")
+    ] = None,
+    renewal_interval: Annotated[
+        str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")
+    ] = None,
+    log_format: Annotated[
+        str | None, typer.Option("--format", help="Force one input format (see `leaselog formats`).")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="A leaselog.toml (default: ./leaselog.toml if present).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No live view, no summary.")] = False,
+) -> None:
+    """Follow logs as they are written and report lease incidents while they happen.
+
+    Follows files like `tail -F` (rotation, truncation, new files in a folder, .gz files once complete);
+    `-` follows stdin (`kubectl logs -f deploy/report-worker --prefix --timestamps | leaselog watch -`).
+    With --jsonl each finding is a JSON line with `"state"`: open (still growing), final, or withdrawn.
+
+    [bold]Examples[/bold]
+
+      leaselog watch /var/log/report-worker/ --jsonl findings.jsonl
+
+      kubectl logs -f deploy/report-worker --prefix --timestamps | leaselog watch - --on-finding 'curl -d @- $HOOK'
+
+      leaselog watch logs/ --exit-when-idle 4s --jsonl - -q
+
+    Exit code: 0, or 1 when a finding at --fail-on stands at the end; 2 for usage or input errors.
+    """
+    from leaselog.watch.command import run_watch
+
+    if log_format is not None:
+        from leaselog.reading.formats import FORMATS
+
+        if log_format not in FORMATS:
+            raise typer.BadParameter(f"{log_format!r}; known: {', '.join(FORMATS)}", param_hint="--format")
+    try:
+        options: dict[str, Any] = {
+            "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),
+            "max_skew_ms": _duration(max_skew, "--max-skew"),
+            "stop_slo_ms": _duration(stop_slo, "--stop-slo"),
+            "takeover_slo_ms": _duration(takeover_slo, "--takeover-slo"),
+            "renewal_interval_ms": _duration(renewal_interval, "--renewal-interval"),
+            "clock_offsets_ms": _offsets(clock_offset),
+            "format": log_format,
+        }
+        idle = _duration(exit_when_idle, "--exit-when-idle")
+        forget = _duration(forget_after, "--forget-after")
+        if config is None and Path("leaselog.toml").is_file():
+            config = Path("leaselog.toml")
+        code = run_watch(
+            paths,
+            options=options,
+            config=config,
+            jsonl=jsonl,
+            exit_when_idle_ms=idle,
+            forget_after_ms=forget,
+            on_finding=on_finding,
+            fail_on=None if fail_on is FailOn.never else fail_on.value,
+            metrics_port=metrics_port,
+            quiet=quiet,
+        )
+    except (InputError, ConfigError) as e:
+        Console(stderr=True).print(f"[red]error:[/red] {e}", highlight=False)
+        raise typer.Exit(2) from e
+    raise typer.Exit(code)
+
+
 def _reproduce_lab(
     scenario: str,
     folder: Path | None,

@@ -1,0 +1,1 @@
+"""`leaselog watch`: findings while the incident is happening (see `run.Watcher`)."""
