@@ -9,6 +9,7 @@ network request. Log text is untrusted: everything put into HTML is escaped, and
 from __future__ import annotations
 
 import html
+import os
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +122,15 @@ def _rank_jobs(findings: pl.DataFrame) -> list[str]:
     return ranked["job_id"].to_list()
 
 
+def _generated_at() -> datetime:
+    """Now, or SOURCE_DATE_EPOCH (the reproducible-builds convention) when set: then a report of the same
+    logs is the same bytes whatever minute it was built in."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), UTC)
+    return datetime.now(UTC)
+
+
 def write_report(
     analysis: Analysis,
     path: str | Path,
@@ -214,7 +224,7 @@ def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
         time_range = "no wall-clock timestamps: times from elapsedMs and line order"
     else:
         time_range = "no lease events"
-    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    generated = _generated_at().strftime("%Y-%m-%d %H:%M UTC")
     s = a.settings
     ttl = format_duration(s.lease_ttl_ms) if s.lease_ttl_ms is not None else "from leaseMs only"
     return (
