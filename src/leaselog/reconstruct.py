@@ -451,12 +451,24 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     )
     leases = (
         leases_base.join(last_anchor, on=EXEC_KEYS, how="left")
+        .join(ex.select(*EXEC_KEYS, "release_outcome"), on=EXEC_KEYS, how="left")
         .with_columns(
             (pl.col("last_confirmed_at") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("expires_at"),
         )
         .with_columns(
+            # a release that timed out or errored may have deleted the key (Redis ran it, the reply was
+            # lost): from then on the lease is no longer proven valid, and another owner's acquisition
+            # is no evidence of two leases at once
+            (
+                pl.col("release_deleted").is_null()
+                & pl.col("release_outcome").is_in(["timeout", "error"])
+                & (pl.col("released_at") <= pl.col("expires_at"))
+            ).alias("_release_unknown"),
+        )
+        .with_columns(
             pl.when(
-                pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at"))
+                (pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at")))
+                | pl.col("_release_unknown")
             )
             .then(pl.col("released_at"))
             .otherwise(pl.col("expires_at"))
@@ -467,9 +479,12 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
                 pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at"))
             )
             .then(pl.lit("released"))
+            .when(pl.col("_release_unknown"))
+            .then(pl.lit("release_unknown"))
             .otherwise(pl.lit("expired"))
             .alias("end_reason"),
         )
+        .drop("_release_unknown", "release_outcome")
     )
     ex = _attach(
         ex, leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason", "last_confirmed_at")

@@ -192,7 +192,11 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("runtime_ms", _F, "end - start"),
         ("expires_at", _T, "its lease's expiry: last confirmed renewal (or acquisition) + TTL"),
         ("valid_until", _T, "its lease's end: an owner-checked release before expiry, else expires_at"),
-        ("lease_end", _S, "how its lease ended: released, expired, unknown_ttl (null: no lease)"),
+        (
+            "lease_end",
+            _S,
+            "how its lease ended: released, release_unknown (timed out or errored), expired, unknown_ttl (null: no lease)",
+        ),
         ("last_confirmed_at", _T, "its lease's acquisition or last renewal that succeeded in time"),
         (
             "ownership_uncertain_at",
@@ -221,7 +225,11 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("confirm_latency_ms", _F, "latency of that call: Redis started the TTL somewhere inside it"),
         ("expires_at", _T, "last_confirmed_at + TTL"),
         ("valid_until", _T, "the lease's end: an owner-checked release before expiry, else expires_at"),
-        ("end_reason", _S, "released, expired, or unknown_ttl"),
+        (
+            "end_reason",
+            _S,
+            "released, release_unknown (a release that timed out or errored), expired, or unknown_ttl",
+        ),
     ),
     "renewals": _cols(
         *_EXEC_KEY,

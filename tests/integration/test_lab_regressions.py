@@ -25,6 +25,7 @@ PASSING = {
     "negative-gap-message",
     "otlp-batch",
     "quick-retry-interval",
+    "release-timeout-handover",
     "retry-spacing-interval",
     "skewed-crash-takeover",
     "skewed-handover",
