@@ -32,6 +32,7 @@ PASSING = {
     "stop-ignored",
     "timeout-within-lease",
     "trigger-after-scheduler",
+    "trigger-before-acquire",
     "wait-then-acquire",
 }
 

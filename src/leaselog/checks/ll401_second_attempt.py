@@ -100,16 +100,23 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
         .with_columns(_identity().alias("identity"), pl.col("message_id").alias("mid"))
         .with_row_index("row")
     )
-    # pair up and choose on the few columns that decide, then fetch the chosen rows' other columns
+    # Attempts are ordered by when they acquired the lock (the lock's own order), else by their first line:
+    # a poller waiting silently for the lock can log its pickup before the holder's acquisition (or a
+    # skewed clock can make it look so) and is still the later attempt.
     k = x.select(
-        "row", "job_id", "timeline", "execution_id", "first_seen", "first_seq", "offset", "identity", "mid"
+        "row",
+        "job_id",
+        "timeline",
+        "execution_id",
+        pl.coalesce("acquired_at", "first_seen").alias("order_at"),
+        "first_seq",
+        "offset",
+        "identity",
+        "mid",
     )
     p = k.join(k, on=["job_id", "timeline"], suffix="_new").filter(
-        (pl.col("first_seen") < pl.col("first_seen_new"))
-        | (
-            (pl.col("first_seen") == pl.col("first_seen_new"))
-            & (pl.col("first_seq") < pl.col("first_seq_new"))
-        )
+        (pl.col("order_at") < pl.col("order_at_new"))
+        | ((pl.col("order_at") == pl.col("order_at_new")) & (pl.col("first_seq") < pl.col("first_seq_new")))
     )
     same = (
         (pl.col("offset").is_not_null() & (pl.col("identity") == pl.col("identity_new")))
@@ -117,7 +124,7 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     ).fill_null(False)
     p = p.with_columns(same.alias("same_message"))
     # compare with the latest earlier attempt carrying the same message, else the latest earlier attempt
-    p = p.sort("job_id", "first_seen_new", "same_message", "first_seen", "first_seq")
+    p = p.sort("job_id", "order_at_new", "same_message", "order_at", "first_seq")
     # a duplicate publish is told by the latest earlier attempt that carried a message at all (one the
     # scheduler or a poller started carries none, and says nothing about the producer)
     carried = pl.col("identity").is_not_null()
