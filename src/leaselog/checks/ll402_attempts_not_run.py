@@ -77,7 +77,9 @@ def not_run(executions: pl.DataFrame) -> pl.DataFrame:
         .group_by("_row", maintain_order=True)
         .agg(pl.col("holder").last())
     )
-    return x.join(held, on="_row", how="left").drop("_row").sort("job_id", "timeline", "at", "first_seq")
+    # attempts at the same moment are listed by id: their order in the input depends on how the logs were
+    # shipped (one file per pod, or merged), and the finding must not
+    return x.join(held, on="_row", how="left").drop("_row").sort("job_id", "timeline", "at", "execution_id")
 
 
 def _names(ids: list[str]) -> str:
