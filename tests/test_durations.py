@@ -1,3 +1,4 @@
+import polars as pl
 import pytest
 
 from leaselog.durations import format_duration, parse_duration_ms, parse_signed_duration_ms
@@ -42,3 +43,19 @@ def test_signed() -> None:
 )
 def test_format(ms: float | None, text: str) -> None:
     assert format_duration(ms) == text
+
+
+def test_a_duration_that_rounds_up_is_written_in_the_next_unit() -> None:
+    from leaselog.checks.base import durations
+
+    cases = {
+        999.6: "1.0s",
+        59_999.99: "1m",
+        599_999: "10m",
+        3_599_999: "1h00m",
+        119_999.9999: "2m",
+        999.4: "999ms",
+    }
+    assert {v: format_duration(v) for v in cases} == cases
+    s = pl.Series("x", list(cases), dtype=pl.Float64)
+    assert durations(s).to_list() == list(cases.values())

@@ -55,14 +55,21 @@ def format_duration(ms: float | int | None) -> str:
         return "?"
     neg = ms < 0
     ms = abs(float(ms))
-    if ms < 1000:
+    # a value that rounds up to the next unit is written in it: 999.7 ms is `1.0s`, 59 999 ms `1m`
+    if ms < 1000 and f"{ms:.0f}" != "1000":
         out = f"{ms:.0f}ms"
+    elif ms < 60_000 and f"{ms / 1000:.1f}" != "60.0":
+        out = f"{max(ms, 1000) / 1000:.1f}s"
     elif ms < 60_000:
-        out = f"{ms / 1000:.1f}s"
+        out = "1m"
     elif ms < 3_600_000:
         minutes, rest = divmod(ms, 60_000)
-        secs = f"{rest / 1000:.1f}".removesuffix(".0")
-        out = f"{int(minutes)}m" if secs == "0" else f"{int(minutes)}m{secs}s"
+        secs = f"{rest / 1000:.1f}"
+        if secs == "60.0":  # 599 999 ms rounds up to the next whole minute: 10m, not 9m60s
+            minutes, secs = minutes + 1, "0.0"
+        secs = secs.removesuffix(".0")
+        whole = f"{int(minutes)}m" if secs == "0" else f"{int(minutes)}m{secs}s"
+        out = "1h00m" if minutes == 60 else whole
     else:
         hours, rest = divmod(ms, 3_600_000)
         out = f"{int(hours)}h{int(rest // 60_000):02d}m"

@@ -83,6 +83,9 @@ def durations(values: pl.Series) -> pl.Series:
     minutes = (a / 60_000).floor()
     rest = a - minutes * 60_000
     k_m, clear_m = _nearest(rest / 1000 * 10)
+    carry = k_m == 600  # rounds up to the next whole minute: `10m`, not `9m60s`
+    k_m = pl.when(carry).then(0).otherwise(k_m)
+    minutes = minutes + carry.cast(pl.Float64)
     secs = pl.when(k_m % 10 == 0).then((k_m // 10).cast(pl.String)).otherwise(_tenths(k_m))
     m = minutes.cast(pl.Int64).cast(pl.String)
     # longer: `1h02m`
@@ -91,14 +94,20 @@ def durations(values: pl.Series) -> pl.Series:
     minutes_h = (rest_h / 60_000).floor()
     rest_m = rest_h - minutes_h * 60_000
     out = (
-        pl.when(a < 1000)
+        pl.when((a < 1000) & (k_ms < 1000))
         .then(pl.struct(pl.format("{}ms", k_ms.cast(pl.String)).alias("text"), clear_ms.alias("exact")))
-        .when(a < 60_000)
+        .when((a < 1000) & (k_ms == 1000))
+        .then(pl.struct(pl.lit("1.0s").alias("text"), clear_ms.alias("exact")))
+        .when((a < 60_000) & (k_s < 600))
         .then(pl.struct(pl.format("{}s", _tenths(k_s)).alias("text"), clear_s.alias("exact")))
+        .when(a < 60_000)
+        .then(pl.struct(pl.lit("1m").alias("text"), clear_s.alias("exact")))
         .when(a < 3_600_000)
         .then(
             pl.struct(
-                pl.when(k_m == 0)
+                pl.when(minutes == 60)
+                .then(pl.lit("1h00m"))
+                .when(k_m == 0)
                 .then(pl.format("{}m", m))
                 .otherwise(pl.format("{}m{}s", m, secs))
                 .alias("text"),
