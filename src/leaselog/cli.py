@@ -107,6 +107,21 @@ def _progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
     return advance, stop
 
 
+# options analyze and watch share (one declaration, one help text)
+LeaseTtlOpt = Annotated[
+    str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")
+]
+ClockOffsetOpt = Annotated[
+    list[str] | None,
+    typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms."),
+]
+StopSloOpt = Annotated[str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")]
+TakeoverSloOpt = Annotated[str | None, typer.Option(help="Takeover target after a crash. Default 60s.")]
+RenewalIntervalOpt = Annotated[
+    str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")
+]
+
+
 @app.command()
 def analyze(
     paths: Annotated[
@@ -115,9 +130,7 @@ def analyze(
             help="Log files, folders (read recursively), globs, or - for stdin.", show_default=False
         ),
     ],
-    lease_ttl: Annotated[
-        str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")
-    ] = None,
+    lease_ttl: LeaseTtlOpt = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Write the findings as JSON (the contract in the README).")
     ] = None,
@@ -134,19 +147,10 @@ def analyze(
             help="Clock-skew bound between pods; smaller cross-pod findings are 'uncertain'. Default 250ms."
         ),
     ] = None,
-    clock_offset: Annotated[
-        list[str] | None,
-        typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms."),
-    ] = None,
-    stop_slo: Annotated[
-        str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")
-    ] = None,
-    takeover_slo: Annotated[
-        str | None, typer.Option(help="Takeover target after a crash. Default 60s.")
-    ] = None,
-    renewal_interval: Annotated[
-        str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")
-    ] = None,
+    clock_offset: ClockOffsetOpt = None,
+    stop_slo: StopSloOpt = None,
+    takeover_slo: TakeoverSloOpt = None,
+    renewal_interval: RenewalIntervalOpt = None,
     log_format: Annotated[
         str | None,
         typer.Option("--format", help="Force one input format for all files (see `leaselog formats`)."),
@@ -548,25 +552,14 @@ def watch_command(
             help="Drop a job's state once all its executions ended this long before the newest line."
         ),
     ] = "15m",
-    lease_ttl: Annotated[
-        str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")
-    ] = None,
+    lease_ttl: LeaseTtlOpt = None,
     max_skew: Annotated[
         str | None, typer.Option(help="Clock-skew bound between pods. Default 250ms.")
     ] = None,
-    clock_offset: Annotated[
-        list[str] | None,
-        typer.Option(help="POD=OFFSET, subtracted from that pod's timestamps (repeatable): pod-b=-120ms."),
-    ] = None,
-    stop_slo: Annotated[
-        str | None, typer.Option(help="A stop slower than this is stop_delayed. Default 5s.")
-    ] = None,
-    takeover_slo: Annotated[
-        str | None, typer.Option(help="Takeover target after a crash. Default 60s.")
-    ] = None,
-    renewal_interval: Annotated[
-        str | None, typer.Option(help="Configured renewal interval (else inferred per execution).")
-    ] = None,
+    clock_offset: ClockOffsetOpt = None,
+    stop_slo: StopSloOpt = None,
+    takeover_slo: TakeoverSloOpt = None,
+    renewal_interval: RenewalIntervalOpt = None,
     log_format: Annotated[
         str | None, typer.Option("--format", help="Force one input format (see `leaselog formats`).")
     ] = None,
