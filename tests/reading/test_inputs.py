@@ -76,6 +76,17 @@ def test_gelf_host_stays_the_pod_when_it_tells_files_apart_or_there_is_one_file(
     assert set(one.events["pod"].unique().to_list()) == {"report-worker"}
 
 
+def test_gelf_host_gives_way_when_only_one_of_several_files_logged_lease_lines(tmp_path: Path) -> None:
+    """Lab run 2031-0041: pod-b logged only start-up lines, so no second file showed `host` to be shared."""
+    _gelf_with_app_name_in_host(tmp_path / "g")
+    idle = '{"version":"1.1","host":"report-worker","short_message":"worker up","timestamp":1762070400.0}\n'
+    (tmp_path / "g" / "pod-b.json").write_text(idle)
+    a = leaselog.analyze(tmp_path / "g")
+    assert set(a.events["pod"].unique().to_list()) == {"pod-a"}
+    (rep,) = [r for r in a.input_reports if r.path.endswith("pod-a.json")]
+    assert rep.pod_source == "file name" and rep.pod_note is not None and "GELF" in rep.pod_note
+
+
 def test_pod_source_in_the_inputs_table(tmp_path: Path, capsys: Any, monkeypatch: Any) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     _gelf_with_app_name_in_host(tmp_path / "g")

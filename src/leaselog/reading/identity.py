@@ -33,9 +33,14 @@ def post_process(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
 def _settle_pods(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
     read = [st for st in streams if st.pod_values]
     notes: dict[int, str] = {}
+    distinct_names = len({st.pod_fallback for st in streams}) == len(streams)
     for key in SHARED_POD_KEYS:
         files = [st for st in read if key in st.pod_values]
-        if len(files) < 2:
+        # GELF's `host` is the application name in Spring Boot's output: one value of it in a multi-file
+        # input is no pod's name even when only one of the files logged lease lines (the other pods' files
+        # may hold nothing but start-up lines)
+        lone_gelf = key == "gelf.host" and len(files) == 1 and len(streams) >= 2 and distinct_names
+        if len(files) < 2 and not lone_gelf:
             continue
         values = {v for st in files for v in st.pod_values[key]}
         if len(values) != 1 or any(len(st.pod_values[key]) != 1 for st in files):
@@ -54,7 +59,11 @@ def _settle_pods(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
         for st in files:
             st.pod_values.pop(key)
             st.pod_values.setdefault("", set()).add(st.pod_fallback)
-            notes[st.index] = f"pod from the file name: {key} is {value!r} in every file, not a pod's name"
+            notes[st.index] = (
+                f"pod from the file name: {key} is {value!r} in every file, not a pod's name"
+                if len(files) > 1
+                else f"pod from the file name: {key} is {value!r}, the application's name in GELF"
+            )
     for st in streams:
         st.report.pod_note = notes.get(st.index)
         if st.pod_values:
