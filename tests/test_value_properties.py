@@ -22,21 +22,9 @@ from hypothesis import strategies as st
 
 import leaselog
 from leaselog.analysis import Analysis
+from leaselog.events import CANONICAL_EVENTS
 
-EVENTS = [
-    "job_triggered",
-    "lock_acquired",
-    "lock_denied",
-    "job_started",
-    "lease_renewal",
-    "ownership_lost",
-    "job_stop_requested",
-    "job_stopped",
-    "job_finished",
-    "lock_released",
-    "completion",
-    "job_progress",
-]
+EVENTS = list(CANONICAL_EVENTS)
 
 # typed field (canonical) -> the key the flat shapes log it under
 TYPED = {

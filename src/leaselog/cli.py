@@ -107,6 +107,27 @@ def _progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
     return advance, stop
 
 
+def _engine_options(
+    lease_ttl: str | None,
+    max_skew: str | None,
+    stop_slo: str | None,
+    takeover_slo: str | None,
+    renewal_interval: str | None,
+    clock_offset: list[str] | None,
+    log_format: str | None,
+) -> dict[str, Any]:
+    """The Settings fields analyze and watch both take from their options (usage errors raised as such)."""
+    return {
+        "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),
+        "max_skew_ms": _duration(max_skew, "--max-skew"),
+        "stop_slo_ms": _duration(stop_slo, "--stop-slo"),
+        "takeover_slo_ms": _duration(takeover_slo, "--takeover-slo"),
+        "renewal_interval_ms": _duration(renewal_interval, "--renewal-interval"),
+        "clock_offsets_ms": _offsets(clock_offset),
+        "format": log_format,
+    }
+
+
 # options analyze and watch share (one declaration, one help text)
 LeaseTtlOpt = Annotated[
     str | None, typer.Option(help="Lease TTL when the log has no leaseMs: 10m, 30s, 600000ms.")
@@ -197,13 +218,9 @@ def analyze(
     console = _Summary(stderr=json_to_stdout, quiet=quiet)
     err = Console(stderr=True)
     options: dict[str, Any] = {
-        "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),
-        "max_skew_ms": _duration(max_skew, "--max-skew"),
-        "stop_slo_ms": _duration(stop_slo, "--stop-slo"),
-        "takeover_slo_ms": _duration(takeover_slo, "--takeover-slo"),
-        "renewal_interval_ms": _duration(renewal_interval, "--renewal-interval"),
-        "clock_offsets_ms": _offsets(clock_offset),
-        "format": log_format,
+        **_engine_options(
+            lease_ttl, max_skew, stop_slo, takeover_slo, renewal_interval, clock_offset, log_format
+        ),
         "timezone": timezone,
     }
     if log_format is not None:
@@ -593,13 +610,9 @@ def watch_command(
             raise typer.BadParameter(f"{log_format!r}; known: {', '.join(FORMATS)}", param_hint="--format")
     try:
         options: dict[str, Any] = {
-            "lease_ttl_ms": _duration(lease_ttl, "--lease-ttl"),
-            "max_skew_ms": _duration(max_skew, "--max-skew"),
-            "stop_slo_ms": _duration(stop_slo, "--stop-slo"),
-            "takeover_slo_ms": _duration(takeover_slo, "--takeover-slo"),
-            "renewal_interval_ms": _duration(renewal_interval, "--renewal-interval"),
-            "clock_offsets_ms": _offsets(clock_offset),
-            "format": log_format,
+            **_engine_options(
+                lease_ttl, max_skew, stop_slo, takeover_slo, renewal_interval, clock_offset, log_format
+            ),
         }
         idle = _duration(exit_when_idle, "--exit-when-idle")
         forget = _duration(forget_after, "--forget-after")
