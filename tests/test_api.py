@@ -109,7 +109,10 @@ def test_analysis_exposes_polars_frames(sample: leaselog.Analysis) -> None:
     for name in FRAME_NAMES:
         assert isinstance(getattr(sample, name), pl.DataFrame), name
     assert sample.findings.height == len(sample.finding_list) > 0
-    assert sample.findings.schema["evidence"] == pl.List(pl.String())
+    evidence = pl.List(pl.Struct({"file": pl.String(), "line": pl.Int64(), "note": pl.String()}))
+    assert sample.findings.schema["evidence"] == evidence
+    # the frame and the records are the same findings: the JSON contract from either is the same
+    assert [f.to_json_dict() for f in sample.finding_list] == sample.to_dict()["findings"]
     assert sample.inputs["path"].len() == len(sample.input_reports)
 
 
@@ -273,7 +276,6 @@ def test_parquet_round_trip_of_the_samples(sample: leaselog.Analysis, tmp_path: 
     out = sample.write_parquet(tmp_path / "store")
     assert {p.name for p in out.iterdir()} == {
         *(f"{n}.parquet" for n in FRAME_NAMES),
-        "findings.json",
         "leaselog.json",
     }
     # the Parquet files are plain tables any tool can read

@@ -46,7 +46,7 @@ def test_format(ms: float | None, text: str) -> None:
 
 
 def test_a_duration_that_rounds_up_is_written_in_the_next_unit() -> None:
-    from leaselog.checks.base import durations
+    from leaselog.checks.phrasing import durations
 
     cases = {
         999.6: "1.0s",

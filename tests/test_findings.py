@@ -8,7 +8,7 @@ import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leaselog.checks.base import durations
+from leaselog.checks.phrasing import durations
 from leaselog.durations import format_duration
 from leaselog.findings import Evidence, Finding
 
@@ -107,7 +107,7 @@ def test_durations_of_integers_and_of_nothing() -> None:
 
 
 def test_format_columns_fills_a_template_as_str_format_does() -> None:
-    from leaselog.checks.base import format_columns
+    from leaselog.checks.phrasing import format_columns
 
     template = " {a} then {b}{a}."
     df = pl.DataFrame({"a": ["x", "yy"], "b": ["1", ""]})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ import polars as pl
 from leaselog.checks import CheckContext, run_checks
 from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
-from leaselog.findings import Finding, findings_frame, findings_json, gc_paused, iso, sort_findings
+from leaselog.findings import Finding, finalize, gc_paused, iso, json_dicts, records
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, expand_sources
@@ -33,8 +34,8 @@ MALFORMED_SCHEMA = dict(documented_schema("malformed"))
 class Analysis:
     """The result of one analysis. Frames are polars DataFrames; schemas in `leaselog.schema`.
 
-    `events`, `executions`, `leases`, `renewals`, `findings` (one row per finding), `inputs`, `malformed`;
-    `finding_list` holds the findings in full (evidence notes, details). `to_dict()` is the JSON contract,
+    `events`, `executions`, `leases`, `renewals`, `findings` (one row per finding, in output order),
+    `inputs`, `malformed`; `finding_list` gives the findings as `Finding` records. `to_dict()` is the JSON contract,
     `write_parquet(dir)` keeps it for `leaselog.load(dir)`, `timeline(job_id)` and `overview()` draw it.
     """
 
@@ -42,7 +43,7 @@ class Analysis:
     executions: pl.DataFrame
     leases: pl.DataFrame
     renewals: pl.DataFrame
-    finding_list: list[Finding]
+    findings: pl.DataFrame
     input_reports: list[InputReport]
     malformed: pl.DataFrame
     settings: Settings
@@ -52,18 +53,19 @@ class Analysis:
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
-        by_sev = {s: sum(f.severity == s for f in self.finding_list) for s in ("error", "warning", "info")}
+        counts = dict(self.findings["severity"].value_counts().iter_rows())
+        by_sev = {s: counts.get(s, 0) for s in ("error", "warning", "info")}
         sev = ", ".join(f"{n} {s}" for s, n in by_sev.items() if n) or "none"
         jobs = self.executions["job_id"].n_unique() if self.executions.height else 0
         return (
             f"<Analysis: {len(self.input_reports)} inputs, {self.events.height} events, {jobs} jobs, "
-            f"{self.executions.height} executions, {len(self.finding_list)} findings ({sev})>"
+            f"{self.executions.height} executions, {self.findings.height} findings ({sev})>"
         )
 
-    @property
-    def findings(self) -> pl.DataFrame:
-        """One row per finding; `evidence` is a list of `file:line` (full records: `finding_list`)."""
-        return findings_frame(self.finding_list)
+    @cached_property
+    def finding_list(self) -> list[Finding]:
+        """The findings as `Finding` records (pydantic models), in output order."""
+        return records(self.findings)
 
     @property
     def inputs(self) -> pl.DataFrame:
@@ -83,7 +85,7 @@ class Analysis:
 
     def to_dict(self) -> dict[str, Any]:
         """The machine output contract (PRODUCT.md): stable names, version 1."""
-        return self._document(findings_json(self.finding_list))
+        return self._document(json_dicts(self.findings))
 
     def _document(self, findings: list[dict[str, Any]]) -> dict[str, Any]:
         """`to_dict()` around the findings' JSON dicts."""
@@ -138,15 +140,13 @@ class Analysis:
         empty_tail = b"[]\n}"  # `"findings": []` is the document's last member
         assert head.endswith(b'"findings": ' + empty_tail)
         with contextlib.nullcontext(path) if not isinstance(path, str | Path) else open(path, "wb") as out:
-            if not self.finding_list:
+            if not self.findings.height:
                 out.write(head)
                 return
             out.write(head[: -len(empty_tail)] + b"[\n")
-            for i in range(0, len(self.finding_list), JSON_BATCH):
+            for i in range(0, self.findings.height, JSON_BATCH):
                 with gc_paused():
-                    # the findings share their records' tuples and evidence dicts rather than copying
-                    # them, as nothing else sees them before they are serialised
-                    batch = findings_json(self.finding_list[i : i + JSON_BATCH], shared=True)
+                    batch = json_dicts(self.findings.slice(i, JSON_BATCH))
                     text = orjson.dumps(batch, option=indent)
                 # `[\n  {...},\n  {...}\n]` -> the items, two spaces deeper, as the document has them
                 items = b"  " + text[2:-2].replace(b"\n", b"\n  ")
@@ -265,13 +265,13 @@ def analyze(
     del built
     executions, leases, renewals = reconstruct(events, s)
     ctx = CheckContext(events=events, executions=executions, leases=leases, renewals=renewals, settings=s)
-    findings = sort_findings(run_checks(ctx))
+    findings = finalize(run_checks(ctx))
     return Analysis(
         events=events,
         executions=executions,
         leases=leases,
         renewals=renewals,
-        finding_list=findings,
+        findings=findings,
         input_reports=inputs,
         malformed=malformed,
         settings=s,

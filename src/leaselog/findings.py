@@ -274,7 +274,11 @@ def iso_all(ts: list[datetime | None]) -> list[str | None]:
     return moments.dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_list()
 
 
-FINDINGS_SCHEMA: dict[str, pl.DataType] = {
+EVIDENCE_DTYPE = pl.List(pl.Struct({"file": pl.String(), "line": pl.Int64(), "note": pl.String()}))
+
+# The findings of a run as one frame (`Analysis.findings`; documented in `leaselog.schema`): one row per
+# finding, in output order. `details` is the finding's details as a JSON object (null when it has none).
+FINDING_SCHEMA: dict[str, pl.DataType] = {
     "code": pl.String(),
     "kind": pl.String(),
     "severity": pl.String(),
@@ -287,12 +291,19 @@ FINDINGS_SCHEMA: dict[str, pl.DataType] = {
     "duration_ms": pl.Float64(),
     "trigger": pl.String(),
     "message": pl.String(),
-    "evidence": pl.List(pl.String()),
+    "evidence": EVIDENCE_DTYPE,
+    "details": pl.String(),
 }
 
 
-def findings_frame(findings: list[Finding]) -> pl.DataFrame:
-    """One row per finding; evidence as a list of `file:line` strings. Built column by column (fast at 100k)."""
+def empty_findings() -> pl.DataFrame:
+    return pl.DataFrame(schema=FINDING_SCHEMA)
+
+
+def frame_of(findings: list[Finding]) -> pl.DataFrame:
+    """Finding records as the findings frame (built column by column: fast at 100k)."""
+    import orjson
+
     cols: dict[str, list[Any]] = {
         "code": [f.code for f in findings],
         "kind": [f.kind for f in findings],
@@ -306,9 +317,148 @@ def findings_frame(findings: list[Finding]) -> pl.DataFrame:
         "duration_ms": [f.duration_ms for f in findings],
         "trigger": [f.trigger for f in findings],
         "message": [f.message for f in findings],
-        "evidence": [[f"{e.file}:{e.line}" for e in f.evidence] for f in findings],
+        "evidence": [
+            [{"file": e.file, "line": e.line, "note": e.note} for e in f.evidence] for f in findings
+        ],
+        "details": [orjson.dumps(f.details).decode() if f.details else None for f in findings],
     }
-    return pl.DataFrame({k: pl.Series(k, v, dtype=FINDINGS_SCHEMA[k]) for k, v in cols.items()})
+    return pl.DataFrame({k: pl.Series(k, v, dtype=FINDING_SCHEMA[k]) for k, v in cols.items()})
+
+
+def records(frame: pl.DataFrame) -> list[Finding]:
+    """The findings frame as Finding records (for code that wants objects: notebooks, the lab, `watch`)."""
+    import orjson
+
+    if frame.height == 0:
+        return []
+    with gc_paused():
+        c = {name: frame[name].to_list() for name in FINDING_SCHEMA}
+        rows = zip(*c.values(), strict=True)
+        return [
+            Finding.of(
+                kind=kind,
+                code=code,
+                severity=severity,
+                certainty=certainty,
+                job_id=job_id,
+                execution_ids=tuple(ids),
+                pods=tuple(pods),
+                start=start,
+                end=end,
+                duration_ms=duration,
+                trigger=trigger,
+                message=message,
+                evidence=tuple(Evidence.of(e["file"], e["line"], e["note"]) for e in evidence),
+                details=orjson.loads(details) if details is not None else None,
+            )
+            for (
+                code,
+                kind,
+                severity,
+                certainty,
+                job_id,
+                ids,
+                pods,
+                start,
+                end,
+                duration,
+                trigger,
+                message,
+                evidence,
+                details,
+            ) in rows
+        ]
+
+
+def finalize(frame: pl.DataFrame) -> pl.DataFrame:
+    """The findings with the invariants every output relies on made true, in output order.
+
+    - An `uncertain` finding is never an error: severity states what the logs prove, so it is a warning.
+    - No two findings are the same (`finding_key`: kind, executions, start, end): a check that repeats one
+      has a bug (fixed at its cause; tests run every check on every sample without this net), and a
+      repeat adds nothing but noise, so the first stays, with the evidence of its repeats added to its own.
+    - Most severe first, then by job, start (a finding without one at the epoch) and code; ties keep the
+      checks' order.
+    """
+    frame = frame.with_columns(
+        pl.when((pl.col("certainty") == "uncertain") & (pl.col("severity") == "error"))
+        .then(pl.lit("warning"))
+        .otherwise(pl.col("severity"))
+        .alias("severity")
+    )
+    key = pl.struct(
+        "kind",
+        "job_id",
+        "execution_ids",
+        "start",
+        "end",
+        pl.col("details").str.json_path_match("$.jobType").alias("_job_type"),
+        pl.col("details").str.json_path_match("$.ttlMs").alias("_ttl"),
+    )
+    if frame.select(key.is_duplicated().any()).item():
+        frame = frame_of(enforce_invariants(records(frame)))
+    rank = pl.col("severity").replace_strict(SEVERITY_RANK, default=len(SEVERITY_RANK), return_dtype=pl.Int64)
+    return frame.sort(
+        rank,
+        pl.col("job_id").fill_null(""),
+        pl.col("start").fill_null(_EPOCH_UTC_ZONE),
+        "code",
+        maintain_order=True,
+    )
+
+
+_ISO = "%Y-%m-%dT%H:%M:%S%.3fZ"  # what `iso` writes: `%.3f` truncates to milliseconds as isoformat does
+
+
+def json_dicts(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """The findings frame's rows in the JSON contract's shape (`Finding.to_json_dict()` for each row)."""
+    import orjson
+
+    f = frame.select(
+        "kind",
+        "code",
+        "severity",
+        "certainty",
+        "job_id",
+        "execution_ids",
+        "pods",
+        pl.col("start").dt.strftime(_ISO),
+        pl.col("end").dt.strftime(_ISO),
+        "duration_ms",
+        "message",
+        "evidence",
+        "trigger",
+        "details",
+    )
+    out: list[dict[str, Any]] = []
+    loads = orjson.loads
+    for kind, code, severity, certainty, job_id, ids, pods, start, end, duration, message, evidence, trigger, details in zip(
+        *(f[c].to_list() for c in f.columns), strict=True
+    ):  # fmt: skip
+        d: dict[str, Any] = {
+            "kind": kind,
+            "code": code,
+            "severity": severity,
+            "certainty": certainty,
+            "jobId": job_id,
+            "executionIds": ids,
+            "pods": pods,
+            "start": start,
+            "end": end,
+            "durationMs": None if duration is None else round(duration, 3),
+            "message": message,
+            "evidence": [
+                {"file": e["file"], "line": e["line"]} if e["note"] is None else e for e in evidence
+            ],
+        }
+        if trigger is not None:
+            d["trigger"] = trigger
+        if details is not None:
+            more = loads(details)
+            if more:
+                d["details"] = more
+        out.append(d)
+    return out
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

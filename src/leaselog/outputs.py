@@ -101,7 +101,7 @@ def check_outputs(
 ) -> Outputs:
     """Check every output before the analysis; raise OutputError naming the first that cannot be written."""
     from leaselog.reading.sources import expand_sources
-    from leaselog.store import FINDINGS_JSON, MANIFEST, STORED_FRAMES
+    from leaselog.store import DERIVED_FRAMES, MANIFEST, STORED_FRAMES
 
     out = Outputs(
         json=None if json_out is None else str(json_out),
@@ -123,8 +123,8 @@ def check_outputs(
     targets = list(files)
     if out.parquet is not None:
         folder = Path(out.parquet)
-        names = [f"{n}.parquet" for n in (*STORED_FRAMES, "findings", "inputs")]
-        targets += [("--parquet", folder / n) for n in (*names, FINDINGS_JSON, MANIFEST)]
+        names = [f"{n}.parquet" for n in (*STORED_FRAMES, *DERIVED_FRAMES)]
+        targets += [("--parquet", folder / n) for n in (*names, MANIFEST)]
     seen: dict[tuple[int, int] | str, str] = {}
     for opt, target in targets:
         key = _identity(target)

@@ -47,7 +47,7 @@ FRAME_DOCS: dict[str, str] = {
     "executions": "One row per execution: one attempt (executionId) at a job (jobId), with its interval.",
     "leases": "One row per lease acquisition: the period during which that execution held the lock.",
     "renewals": "One row per lease renewal attempt, with its outcome and the deadline it had to beat.",
-    "findings": "One row per finding (full detail, incl. evidence notes: Analysis.finding_list).",
+    "findings": "One row per finding, in output order (as records: Analysis.finding_list).",
     "inputs": "One row per input file: its format and what happened to its lines.",
     "malformed": "One row per located malformed line (up to 1000 per file and reason; the rest are counted).",
 }
@@ -273,7 +273,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "second_attempt only: redelivery, duplicate_publish, scheduler, retry, poll, unknown",
         ),
         ("message", _S, "plain explanation in the incident's terms"),
-        ("evidence", pl.List(_S), "`file:line` of the log lines that prove it"),
+        (
+            "evidence",
+            pl.List(pl.Struct({"file": _S, "line": _I, "note": _S})),
+            "the log lines that prove it: file, line (from 1) and what the line shows",
+        ),
+        ("details", _S, "kind-specific figures as a JSON object (null: none), as in the JSON output"),
     ),
     "inputs": _cols(
         ("path", _S, "the input as named (`-` for stdin)"),

@@ -4,8 +4,8 @@ A big analysis is done once on the command line (`leaselog analyze logs/ --parqu
 in a notebook (`leaselog.load("out/")`). The folder holds:
 
 - `<frame>.parquet` for events, executions, leases, renewals, findings, inputs, malformed: readable by any
-  Parquet tool (polars, duckdb, pandas); their columns are documented in `leaselog.schema`;
-- `findings.json`: the findings in full (evidence notes and details the findings frame flattens away);
+  Parquet tool (polars, duckdb, pandas); their columns are documented in `leaselog.schema` (the findings
+  in full: evidence as file/line/note records, details as a JSON object);
 - `leaselog.json`: the manifest: store version, settings, per-input reports, read problems, frame files.
 
 The manifest is written last, so a folder whose writing was interrupted is not mistaken for a store.
@@ -20,7 +20,6 @@ import orjson
 import polars as pl
 
 from leaselog.config import Settings
-from leaselog.findings import Finding
 from leaselog.reading.reader import InputReport
 
 if TYPE_CHECKING:
@@ -28,12 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = ["MANIFEST", "STORE_VERSION", "StoreError", "load", "write_parquet"]
 
-STORE_VERSION = 1
+STORE_VERSION = 2  # 2: the findings are findings.parquet in full (1 had a findings.json)
 MANIFEST = "leaselog.json"
-FINDINGS_JSON = "findings.json"
-# frames read back from Parquet; `findings` and `inputs` are rebuilt from the JSON (their full form)
-STORED_FRAMES = ("events", "executions", "leases", "renewals", "malformed")
-DERIVED_FRAMES = ("findings", "inputs")
+# frames read back from Parquet; `inputs` is rebuilt from the manifest (its full form)
+STORED_FRAMES = ("events", "executions", "leases", "renewals", "findings", "malformed")
+DERIVED_FRAMES = ("inputs",)
 
 
 class StoreError(ValueError):
@@ -63,14 +61,11 @@ def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
         df: pl.DataFrame = getattr(analysis, name)
         df.write_parquet(out / f"{name}.parquet")
         frames[name] = {"file": f"{name}.parquet", "rows": df.height}
-    findings = [f.model_dump(mode="json", by_alias=True) for f in analysis.finding_list]
-    (out / FINDINGS_JSON).write_bytes(orjson.dumps(findings, option=orjson.OPT_INDENT_2))
     manifest = {
         "store": "leaselog-analysis",
         "storeVersion": STORE_VERSION,
         "leaselogVersion": __version__,
         "frames": frames,
-        "findings": FINDINGS_JSON,
         "settings": analysis.settings.model_dump(mode="json"),
         "inputs": [_report_dict(r) for r in analysis.input_reports],
         "problems": list(analysis.problems),
@@ -117,16 +112,12 @@ def load(directory: str | Path) -> Analysis:
         if not file.is_file():
             raise StoreError(f"{folder}: {file.name} is missing; write the folder again")
         frames[name] = pl.read_parquet(file)
-    findings = [
-        Finding.model_validate(d)
-        for d in _read_json(folder / manifest.get("findings", FINDINGS_JSON), folder)
-    ]
     return Analysis(
         events=frames["events"],
         executions=frames["executions"],
         leases=frames["leases"],
         renewals=frames["renewals"],
-        finding_list=findings,
+        findings=frames["findings"],
         input_reports=[_report(d) for d in manifest["inputs"]],
         malformed=frames["malformed"],
         settings=Settings.model_validate(manifest["settings"]),

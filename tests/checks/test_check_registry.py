@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from _check_cases import FIXTURES, load_cases
 
-from leaselog.checks import REGISTRY
+from leaselog.checks import MODULES, REGISTRY, Check
 
 PRODUCT = Path(__file__).resolve().parents[2] / "docs" / "PRODUCT.md"
 SEVERITIES = {"error", "warning", "info"}
@@ -43,17 +44,22 @@ def _product_kinds() -> set[str]:
     return set(re.findall(r"`([a-z_]+)`", para)) - {"kind"}
 
 
-@pytest.mark.parametrize("mod", REGISTRY, ids=[m.__name__.rsplit(".", 1)[-1] for m in REGISTRY])
-def test_module_is_complete(mod: object) -> None:
-    code, kind, severity = mod.CODE, mod.KIND, mod.SEVERITY  # type: ignore[attr-defined]
+@pytest.mark.parametrize(
+    ("mod", "check"),
+    zip(MODULES, REGISTRY, strict=True),
+    ids=[m.__name__.rsplit(".", 1)[-1] for m in MODULES],
+)
+def test_module_is_complete(mod: ModuleType, check: Check) -> None:
+    code, kind, severity = check.code, check.kind, check.severity
     assert re.fullmatch(r"LL\d{3}", code)
     assert severity in SEVERITIES
-    assert mod.__name__.rsplit(".", 1)[-1] == f"{code.lower()}_{kind}"  # type: ignore[attr-defined]
+    assert mod.__name__.rsplit(".", 1)[-1] == f"{code.lower()}_{kind}"
     doc = mod.__doc__ or ""
+    assert check.doc == doc
     summary = doc.strip().splitlines()[0]
     assert summary.endswith(".") and len(summary) > 20
     assert "\nAnti-pattern:" in doc and "\nBest practice:" in doc
-    assert callable(mod.check)  # type: ignore[attr-defined]
+    assert callable(check.detect) and callable(check.explain)
     cases = [c for c in load_cases() if c.code == code]
     assert any(c.name == "empty" and c.expected_count == 0 for c in cases), f"{code}: no empty case"
     assert any(c.name.startswith("quiet") and c.expected_count == 0 for c in cases), f"{code}: no quiet case"
@@ -61,27 +67,27 @@ def test_module_is_complete(mod: object) -> None:
 
 
 def test_codes_unique_and_ordered() -> None:
-    codes = [m.CODE for m in REGISTRY]  # type: ignore[attr-defined]
+    codes = [m.code for m in REGISTRY]
     assert len(codes) == len(set(codes))
     assert codes == sorted(codes)
 
 
 def test_kinds_match_product_contract() -> None:
-    kinds = [m.KIND for m in REGISTRY]  # type: ignore[attr-defined]
+    kinds = [m.kind for m in REGISTRY]
     assert len(kinds) == len(set(kinds))
     assert set(kinds) == KINDS
     assert set(kinds) >= CONTRACT_KINDS  # none renamed
-    by_code = {m.CODE: m.KIND for m in REGISTRY}  # type: ignore[attr-defined]
+    by_code = {m.code: m.kind for m in REGISTRY}
     assert {c: by_code[c] for c in ADDED_KINDS} == ADDED_KINDS
     assert _product_kinds() == KINDS  # docs/PRODUCT.md lists every kind
 
 
 def test_no_fixture_folder_without_a_check() -> None:
-    codes = {m.CODE for m in REGISTRY}  # type: ignore[attr-defined]
+    codes = {m.code for m in REGISTRY}
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} <= codes
 
 
 def test_readme_lists_every_check() -> None:
     readme = (Path(__file__).resolve().parent.parent.parent / "README.md").read_text(encoding="utf-8")
     for m in REGISTRY:
-        assert f"| {m.CODE} | {m.KIND} |" in readme, m.CODE  # type: ignore[attr-defined]
+        assert f"| {m.code} | {m.kind} |" in readme, m.code

@@ -14,7 +14,7 @@ from conftest import jsonl
 from leaselog.checks import REGISTRY
 from leaselog.events import CANONICAL_EVENTS
 
-KINDS = {m.KIND for m in REGISTRY}  # type: ignore[attr-defined]
+KINDS = {m.kind for m in REGISTRY}
 # every canonical event, plus aliases that imply a field (an outcome, a release result)
 EVENTS = [*CANONICAL_EVENTS, "release_failed", "release_deleted_0", "lease_renewal_timeout"]
 

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from _check_cases import Case, load_cases
 
 import leaselog
-from leaselog.checks import REGISTRY, CheckContext, run_checks
-from leaselog.findings import Evidence, Finding, enforce_invariants, finding_key
+from leaselog.checks import Check, CheckContext, run_checks
+from leaselog.findings import Evidence, Finding, enforce_invariants, finalize, finding_key, frame_of, records
 
 SAMPLES = Path(__file__).resolve().parent.parent.parent / "sample_logs"
 # every folder holding log files, on its own, and all of them at once (with and without a default TTL)
@@ -47,7 +48,7 @@ def _raw(paths: list[Path], options: dict[str, Any]) -> tuple[leaselog.Analysis,
     """The analysis, and every check's findings as the check made them (before `enforce_invariants`)."""
     a = leaselog.analyze(paths, **options)
     ctx = CheckContext(a.events, a.executions, a.leases, a.renewals, a.settings)
-    return a, [f for mod in REGISTRY for f in mod.check(ctx)]  # type: ignore[attr-defined]
+    return a, records(run_checks(ctx))
 
 
 def _negative_figures(value: Any, path: str = "") -> list[str]:
@@ -210,21 +211,16 @@ def test_enforce_invariants_merges_repeats_and_softens_uncertain_errors() -> Non
     assert enforce_invariants([]) == []
 
 
-def test_run_checks_applies_the_net(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_checks_applies_the_net() -> None:
     """A check that repeats itself still yields each finding once through run_checks."""
-    import leaselog.checks as checks
 
-    class Repeating:
-        CODE, KIND = "LL999", "renewal_gap"
+    def detect(ctx: CheckContext) -> pl.DataFrame:
+        return frame_of([_finding(), _finding(), _finding(severity="error", certainty="uncertain")])
 
-        @staticmethod
-        def check(ctx: CheckContext) -> list[Finding]:
-            return [_finding(), _finding(), _finding(severity="error", certainty="uncertain")]
-
-    monkeypatch.setattr(checks, "REGISTRY", (Repeating,))
+    repeating = Check("LL999", "renewal_gap", "warning", detect, lambda rows, ctx: rows["message"])
     a = leaselog.analyze(SAMPLES / "clean")
     ctx = CheckContext(a.events, a.executions, a.leases, a.renewals, a.settings)
-    out = run_checks(ctx)
+    out = records(finalize(run_checks(ctx, (repeating,))))
     assert len(out) == 1 and out[0].severity == "warning"
 
 

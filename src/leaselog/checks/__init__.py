@@ -1,7 +1,8 @@
 """The checks: one module per anomaly, named by its code. `REGISTRY` lists them in code order.
 
-A check module has CODE, KIND, SEVERITY (the default), a docstring (first line: summary; then
-"Anti-pattern:" and "Best practice:" paragraphs) and `check(ctx) -> list[Finding]`.
+A check module has a docstring (first line: summary; then "Anti-pattern:" and "Best practice:"
+paragraphs) and `CHECK = Check(code, kind, severity, detect, explain)` (`contract.py`): `detect(ctx)` gives
+one typed row per finding, `explain(rows, ctx)` the message of each row.
 
 Clock skew, honestly. Per-pod `--clock-offset`s are applied when events are built. A finding whose size
 compares two pods' clocks (an overlap, two leases at once, a takeover, the time since a lease expiry,
@@ -22,31 +23,59 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable
+from dataclasses import replace
 from types import ModuleType
 
-from leaselog.checks.base import CheckContext
-from leaselog.findings import Finding, enforce_invariants, gc_paused
+import polars as pl
+
+from leaselog.checks.contract import Check, CheckContext, as_findings, detected
+from leaselog.findings import empty_findings, frame_of, gc_paused
+
+
+def _legacy(mod: ModuleType) -> Check:
+    """A module still written as `check(ctx) -> list[Finding]`, as a Check (its rows carry the message)."""
+
+    def detect(ctx: CheckContext) -> pl.DataFrame:
+        return frame_of(mod.check(ctx))
+
+    def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+        return rows["message"]
+
+    return Check(mod.CODE, mod.KIND, mod.SEVERITY, detect, explain)
+
+
+def _check_of(mod: ModuleType) -> Check:
+    check = getattr(mod, "CHECK", None)
+    if not isinstance(check, Check):
+        check = _legacy(mod)
+    return replace(check, doc=mod.__doc__ or "")
+
 
 # Every `llNNN_<kind>.py` module in this package, in code order (tests keep codes, kinds, docstrings and
 # fixtures complete, so a new check only has to be dropped in here).
-REGISTRY: tuple[ModuleType, ...] = tuple(
+MODULES: tuple[ModuleType, ...] = tuple(
     importlib.import_module(f"{__name__}.{m.name}")
     for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
     if re.fullmatch(r"ll\d{3}_\w+", m.name)
 )
+REGISTRY: tuple[Check, ...] = tuple(_check_of(m) for m in MODULES)
+BY_CODE: dict[str, Check] = {c.code: c for c in REGISTRY}
 
-CheckFn = Callable[[CheckContext], list[Finding]]
+
+def findings_of(check: Check, ctx: CheckContext) -> pl.DataFrame:
+    """One check's findings (`leaselog.findings.FINDING_SCHEMA`), not yet finalised."""
+    return as_findings(check, detected(ctx, check), ctx)
 
 
-def run_checks(ctx: CheckContext) -> list[Finding]:
-    """Every check's findings, in registry order, with `enforce_invariants` applied: no two findings
-    alike (kind, executions, start, end), and nothing uncertain at error severity."""
-    out: list[Finding] = []
+def run_checks(ctx: CheckContext, checks: tuple[Check, ...] = REGISTRY) -> pl.DataFrame:
+    """Every check's findings as one frame (`leaselog.findings.FINDING_SCHEMA`), in registry order.
+
+    Not yet finalised: `leaselog.findings.finalize` makes the invariants true and sorts.
+    """
     with gc_paused():
-        for mod in REGISTRY:
-            out.extend(mod.check(ctx))
-        return enforce_invariants(out)
+        parts = [findings_of(c, ctx) for c in checks]
+    parts = [p for p in parts if p.height]
+    return pl.concat(parts) if parts else empty_findings()
 
 
-__all__ = ["REGISTRY", "CheckContext", "run_checks"]
+__all__ = ["BY_CODE", "MODULES", "REGISTRY", "Check", "CheckContext", "findings_of", "run_checks"]

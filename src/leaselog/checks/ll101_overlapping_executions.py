@@ -14,18 +14,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import (
-    CheckContext,
-    at_file,
-    certainty_columns,
-    completions,
-    durations,
-    handover_skew_note,
-    moments,
-    pairs_of,
-    skew_details,
-    text,
-)
+from leaselog.checks.certainty import certainty_columns, handover_skew_note, skew_details
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import at_file, completions, pairs_of
+from leaselog.checks.phrasing import durations, moments, text
 from leaselog.findings import Evidence, Finding, Severity
 
 CODE = "LL101"

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, at_file, derived, durations, moments, text
+from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.frames import at_file
+from leaselog.checks.phrasing import durations, moments, text
 from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 from leaselog.reconstruct import elapsed_bounds
 

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_for, ev, ms_expr, pairs_of, when
+from leaselog.checks.certainty import certainty_for
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import ev, ms_expr, pairs_of
+from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 

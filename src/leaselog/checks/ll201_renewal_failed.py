@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, when
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import ev
+from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 

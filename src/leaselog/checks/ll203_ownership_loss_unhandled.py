@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, ev, events_where, ms_expr, renewal_phrase, when
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import ev, events_where, ms_expr
+from leaselog.checks.phrasing import renewal_phrase, when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 from leaselog.reconstruct import WORK_EVENTS

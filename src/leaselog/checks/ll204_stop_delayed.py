@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import STOP_STATUSES, CheckContext, ev, ms_expr, when
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import STOP_STATUSES, ev, ms_expr
+from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 

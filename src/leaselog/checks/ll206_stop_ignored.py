@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import STOP_STATUSES, CheckContext, durations, moments, ms_expr, text
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import STOP_STATUSES, ms_expr
+from leaselog.checks.phrasing import durations, moments, text
 from leaselog.findings import Evidence, Finding, Severity
 
 CODE = "LL206"

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, events_where, moments, text
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import events_where
+from leaselog.checks.phrasing import moments, text
 from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 
 CODE = "LL301"

@@ -20,17 +20,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import (
-    CheckContext,
-    at_file,
-    certainty_columns,
-    durations,
-    handover_skew_columns,
-    moments,
-    ms_expr,
-    skew_details,
-    text,
-)
+from leaselog.checks.certainty import certainty_columns, handover_skew_columns, skew_details
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import at_file, ms_expr
+from leaselog.checks.phrasing import durations, moments, text
 from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 from leaselog.reconstruct import NEVER_RAN
 

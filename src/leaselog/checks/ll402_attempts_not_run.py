@@ -19,7 +19,8 @@ from collections import Counter
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, when
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.phrasing import when
 from leaselog.findings import Evidence, Finding, Severity
 from leaselog.reconstruct import NEVER_RAN
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, certainty_for, completions, ev, ms_expr, when
+from leaselog.checks.certainty import certainty_for
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import completions, ev, ms_expr
+from leaselog.checks.phrasing import when
 from leaselog.findings import Finding
 
 CODE = "LL502"

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, completions, ev, when
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import completions, ev
+from leaselog.checks.phrasing import when
 from leaselog.findings import Finding
 
 CODE = "LL503"

@@ -18,15 +18,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import (
-    CheckContext,
-    certainty_for,
-    ev,
-    handover_skew_note,
-    ms_expr,
-    skew_details,
-    when,
-)
+from leaselog.checks.certainty import certainty_for, handover_skew_note, skew_details
+from leaselog.checks.contract import CheckContext
+from leaselog.checks.frames import ev, ms_expr
+from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 

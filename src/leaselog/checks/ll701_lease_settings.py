@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.base import CheckContext, at_file, derived, ev, nice_ceil_ms
+from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.frames import at_file, ev
 from leaselog.checks.ll102_lease_outlived import zombies
 from leaselog.checks.ll204_stop_delayed import stop_delays
+from leaselog.checks.phrasing import nice_ceil_ms
 from leaselog.durations import format_duration
 from leaselog.findings import Finding
 from leaselog.reconstruct import EXEC_KEYS

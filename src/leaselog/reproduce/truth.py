@@ -170,7 +170,7 @@ def compare(truth: dict[str, Any], analysis: Analysis) -> list[Agreement]:
     """Hold the analysis of a reproduction's logs against what the reproduction measured itself."""
     from leaselog.checks import REGISTRY
 
-    known = {m.KIND for m in REGISTRY}
+    known = {m.kind for m in REGISTRY}
     m = truth["measured"]
     found = [f for f in analysis.finding_list if f.job_id == truth["job"]]
     kinds = {f.kind for f in found}

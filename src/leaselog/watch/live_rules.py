@@ -28,10 +28,10 @@ from datetime import datetime, timedelta
 
 import polars as pl
 
-from leaselog.checks import REGISTRY, CheckContext
-from leaselog.checks.base import when
+from leaselog.checks import BY_CODE, CheckContext, findings_of
+from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
-from leaselog.findings import Evidence, Finding
+from leaselog.findings import Evidence, Finding, records
 
 EXEC_COLUMNS = [
     "job_id",
@@ -107,7 +107,7 @@ def still_running(
 
 def live_overlaps(ctx: CheckContext, newest: datetime | None) -> list[Finding]:
     """`overlapping_executions` with each running execution taken as running until `newest`."""
-    ll101 = next((m for m in REGISTRY if m.CODE == "LL101"), None)
+    ll101 = BY_CODE.get("LL101")
     x = ctx.executions
     if ll101 is None or newest is None or not x.height:
         return []
@@ -117,7 +117,7 @@ def live_overlaps(ctx: CheckContext, newest: datetime | None) -> list[Finding]:
     grown = x.with_columns(
         pl.when(running & (pl.col("end") < newest)).then(pl.lit(newest)).otherwise(pl.col("end")).alias("end")
     )
-    found: list[Finding] = ll101.check(replace(ctx, executions=grown, derived={}))
+    found = records(findings_of(ll101, replace(ctx, executions=grown, derived={})))
     last_seen = dict(zip(zip(x["job_id"], x["execution_id"], strict=True), x["last_seen"], strict=True))
     out = []
     for f in found:

@@ -28,7 +28,7 @@ import polars as pl
 from leaselog.checks import REGISTRY, CheckContext, run_checks
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events, compact
-from leaselog.findings import Finding, enforce_invariants, gc_paused
+from leaselog.findings import Finding, enforce_invariants, records
 from leaselog.reading.reader import RAW_SCHEMA, SNIFF_LINES, InputReport, Reader
 from leaselog.reading.sources import Source
 from leaselog.reconstruct import reconstruct
@@ -183,15 +183,8 @@ class LiveState:
         ctx = CheckContext(
             events=events, executions=executions, leases=leases, renewals=renewals, settings=self.settings
         )
-        if fleet:
-            findings = run_checks(ctx)
-        else:
-            out: list[Finding] = []
-            with gc_paused():
-                for mod in REGISTRY:
-                    if mod.CODE not in FLEET_CODES:
-                        out.extend(mod.check(ctx))
-            findings = enforce_invariants(out)
+        chosen = REGISTRY if fleet else tuple(c for c in REGISTRY if c.code not in FLEET_CODES)
+        findings = enforce_invariants(records(run_checks(ctx, chosen)))
         wall = events.filter(pl.col("clock") == "wall")["t"]
         if wall.len():
             top = wall.max()

@@ -1,0 +1,107 @@
+"""Frames checks derive from the analysis: pairs of rows, filtered events, completions, evidence columns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from leaselog.checks.contract import CheckContext
+from leaselog.findings import Evidence
+
+# `job_finished` statuses that say the job stopped rather than ran to its end (a stop honoured)
+STOP_STATUSES = ("stopped", "cancelled", "canceled", "aborted", "interrupted", "killed", "terminated")
+
+
+def ev(file: str | None, line: int | None, note: str | None = None) -> list[Evidence]:
+    """Evidence for one line, or nothing when the line is unknown."""
+    if file is None or line is None:
+        return []
+    return [Evidence.of(file, int(line), note)]
+
+
+def at_file(*names: str, suffix: str = "") -> pl.Expr:
+    """The file of `pl.coalesce(*[f"{n}_line{suffix}" for n in names])`: `<name>_file` of the first known line.
+
+    An execution's lines can be spread over files (log rotation, stdout and stderr), so a line number is
+    only ever paired with the file column computed from the same event.
+    """
+    expr: pl.Expr = pl.lit(None, dtype=pl.String)
+    for name in reversed(names):
+        expr = (
+            pl.when(pl.col(f"{name}_line{suffix}").is_not_null())
+            .then(pl.col(f"{name}_file{suffix}"))
+            .otherwise(expr)
+        )
+    return expr
+
+
+def ms_expr(a: str | pl.Expr, b: str | pl.Expr) -> pl.Expr:
+    """Milliseconds from a to b (columns or expressions), as a float."""
+    ea = pl.col(a) if isinstance(a, str) else a
+    eb = pl.col(b) if isinstance(b, str) else b
+    return (eb - ea).dt.total_microseconds() / 1000
+
+
+def pairs_of(
+    x: pl.DataFrame,
+    on: list[str],
+    decide: list[str],
+    choose: Callable[[pl.DataFrame], pl.DataFrame],
+    suffix: str,
+) -> pl.DataFrame:
+    """`choose(x.join(x, on=on, suffix=suffix))`, each chosen pair with every column of both rows.
+
+    A job with n rows makes n² pairs, and carrying every column through them was most of a check's
+    time: the join and `choose` see only `on` and the `decide` columns (whatever `choose` reads), and
+    the pairs it keeps then fetch the rest of both rows. Columns `choose` adds come last.
+    """
+    x = x.with_row_index("_row")
+    # a row alone in its group pairs with nobody but itself: most rows, left out of the join
+    narrow = x.select("_row", *on, *decide).filter(pl.len().over(on) > 1)
+    chosen = choose(narrow.join(narrow, on=on, suffix=suffix))
+    joined = {*narrow.columns, *(f"{c}{suffix}" for c in narrow.columns)}
+    wide = x.drop("_row", *on)
+    return pl.concat(
+        [
+            chosen.select(on),
+            wide[chosen["_row"]],
+            wide[chosen[f"_row{suffix}"]].rename(lambda c: f"{c}{suffix}"),
+            chosen.select([c for c in chosen.columns if c not in joined]),
+        ],
+        how="horizontal",
+    )
+
+
+def events_where(ctx: CheckContext, predicate: pl.Expr, columns: list[str] | None = None) -> pl.DataFrame:
+    """`ctx.events.filter(predicate)` (only `columns` of it, if given), through the lazy engine.
+
+    Taking only the columns a check reads is what saves time: on 1.15 M events (one chunk per column),
+    a filter keeping 18 k rows took 0.018 s with every column and 0.005 s with five. (While the events
+    still came in the reader's 53 chunks, the lazy engine was also 2.5x faster than an eager filter;
+    since `events.compact` the two are even.)
+    """
+    found = ctx.events.lazy().filter(predicate)
+    return (found if columns is None else found.select(columns)).collect()
+
+
+def completions(ctx: CheckContext) -> pl.DataFrame:
+    """Completion attempts with their outcome and fencing token (the event's, else the execution's lease's)."""
+    if "completions" not in ctx.derived:
+        ctx.derived["completions"] = _completions(ctx)
+    return ctx.derived["completions"]
+
+
+def _completions(ctx: CheckContext) -> pl.DataFrame:
+    ex = ctx.executions.select(
+        "job_id", "execution_id", "timeline", pl.col("fencing_token").alias("lease_token")
+    )
+    return (
+        events_where(ctx, pl.col("event") == "completion")
+        .join(ex, on=["job_id", "execution_id"], how="left")
+        .with_columns(
+            pl.coalesce("fencing_token", "lease_token").alias("token"),
+            pl.col("outcome").fill_null("unknown"),
+        )
+        .sort("seq")
+    )
