@@ -140,3 +140,16 @@ def skew_details(bound: pl.Expr, **fields: pl.Expr) -> pl.Expr:
 def one_or_two(a: str, b: str) -> pl.Expr:
     """`[a]` when the two columns hold the same value (nulls alike), else `[a, b]`: a finding's pods."""
     return pl.when(pl.col(a).eq_missing(pl.col(b))).then(pl.concat_list(a)).otherwise(pl.concat_list(a, b))
+
+
+def timedelta_ms(delta: pl.Expr) -> pl.Expr:
+    """A duration in milliseconds exactly as Python's `timedelta.total_seconds() * 1000` gives it.
+
+    polars' own float division can differ from IEEE division in the last bit (`28751000 / 1e6 * 1000` is
+    28750.999999999996 in polars 2.1, 28751.0 in Python): where a figure used to be computed in Python and
+    reaches the output, numpy's true division keeps it the same.
+    """
+    return delta.dt.total_microseconds().map_batches(
+        lambda s: pl.Series(s.name, s.cast(pl.Float64).to_numpy() / 1_000_000 * 1000).fill_nan(None),
+        return_dtype=pl.Float64,
+    )
