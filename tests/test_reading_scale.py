@@ -191,7 +191,7 @@ def test_analysis_totals_add_up_and_match_per_line(tmp_path: Path, monkeypatch: 
         lines[j * 12 + 4] = _event(j * 12 + 1, f"job-{j}", "job_started")
     p = _write(tmp_path / "pod-a.jsonl", lines)
     a = leaselog.analyze(p)
-    totals = a.to_dict()["lines"]
+    totals = leaselog.document(a)["lines"]
     assert totals == {"total": 500, "used": 80, "ignored": 420, "malformed": 0}
     assert a.executions.height == 40
 
@@ -215,7 +215,7 @@ def test_progress_counts_the_bytes_on_disk(
         p = gz
     seen: list[int] = []
     a = leaselog.analyze(p, progress=seen.append)
-    assert a.to_dict()["lines"]["total"] == len(lines)
+    assert leaselog.document(a)["lines"]["total"] == len(lines)
     assert sum(seen) == p.stat().st_size
     assert len(seen) > 1 and all(n > 0 for n in seen)
 

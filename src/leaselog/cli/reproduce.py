@@ -158,7 +158,9 @@ def reproduce_command(
     console.print()
     console.print(table)
     if json_out is not None:
-        a.write_json(json_out)
+        from leaselog.render.document import write_json
+
+        write_json(a, json_out)
         console.print(f"wrote {json_out}")
     if html is not None:
         from leaselog.render.html import write_report
