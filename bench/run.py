@@ -72,7 +72,7 @@ print(df.height)
 # where leaselog's time goes, stage by stage, in one process (what the ratios above are made of)
 STAGES = """
 import sys, time, json, resource
-from leaselog.analysis import analyze
+from leaselog.pipeline import analyze
 import leaselog.analysis as A, leaselog.checks as C
 t = {}
 def timed(name, f):

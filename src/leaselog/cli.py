@@ -209,8 +209,8 @@ def analyze(
     """
     from pydantic import ValidationError
 
-    from leaselog.analysis import analyze as run_analysis
     from leaselog.outputs import OutputError, check_outputs, write_outputs
+    from leaselog.pipeline import analyze as run_analysis
     from leaselog.render.terminal import render
 
     json_to_stdout = json_out is not None and str(json_out) == "-"
@@ -475,7 +475,7 @@ def reproduce_command(
         )
     from rich.table import Table
 
-    from leaselog.analysis import analyze as run_analysis
+    from leaselog.pipeline import analyze as run_analysis
     from leaselog.render.terminal import render
     from leaselog.reproduce import SCENARIOS, ReproduceError, ReproduceOptions, run_scenario
     from leaselog.reproduce.truth import compare
