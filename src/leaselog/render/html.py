@@ -12,6 +12,7 @@ import html
 import os
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,8 @@ import polars as pl
 
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, iso
-from leaselog.render.figures import _Axis, overview_spec, timeline_spec
+from leaselog.render.figures import overview_spec, timeline_spec
+from leaselog.render.plotting import Axis
 from leaselog.render.safe import printable
 
 if TYPE_CHECKING:
@@ -69,6 +71,11 @@ def _plotly_js() -> str:
     if "</script" in js.lower():
         raise RuntimeError("plotly.js bundle contains </script>; cannot inline it safely")
     return js
+
+
+def _asset(name: str) -> str:
+    """A stylesheet or script of the page (render/assets/), inlined."""
+    return (files("leaselog.render") / "assets" / name).read_text(encoding="utf-8")
 
 
 _POD_SEP = "\x1f"
@@ -166,7 +173,7 @@ def write_report(
     }
     parts.append(f"<script>{_plotly_js()}</script>\n")
     parts.append(f'<script type="application/json" id="leaselog-data">{embed_json(payload)}</script>\n')
-    parts.append(f"<script>{_APP_JS}</script>\n</body>\n</html>\n")
+    parts.append(f"<script>{_asset('report.js')}</script>\n</body>\n</html>\n")
     Path(path).write_text("".join(parts), encoding="utf-8")
 
 
@@ -196,7 +203,7 @@ def _head() -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<link rel="icon" href="data:,">\n<title>leaselog report</title>\n'
-        f"<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<style>{_asset('report.css')}</style>\n</head>\n<body>\n"
         '<noscript><p class="warn">The timelines need JavaScript (inlined in this file; nothing is'
         " fetched).</p></noscript>\n"
     )
@@ -433,7 +440,7 @@ def _findings(
             axis = None
             if k is not None and drawn is not None:
                 xaxis = figures[k]["layout"]["xaxis" + drawn[0][1:]]
-                axis = _Axis(wall=xaxis.get("type") == "date")
+                axis = Axis(wall=xaxis.get("type") == "date")
                 refs.append([k, drawn[1], drawn[2], drawn[0]])
             else:
                 refs.append([-1])
@@ -451,7 +458,7 @@ def _findings(
     return "\n".join(out)
 
 
-def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> str:
+def _finding_item(f: Finding, fid: int, k: int | None, axis: Axis | None) -> str:
     dur = f" <b>{format_duration(f.duration_ms)}</b>" if f.duration_ms is not None else ""
     unc = ' <span class="badge uncertain">uncertain</span>' if f.certainty == "uncertain" else ""
     trig = f" · trigger <code>{e(f.trigger)}</code>" if f.trigger else ""
@@ -516,146 +523,3 @@ def _timelines(
         )
     out.append("</section>\n")
     return "\n".join(out)
-
-
-_CSS = """
-:root{--fg:#24292f;--dim:#57606a;--line:#d0d7de;--err:#cf222e;--warn:#9a6700;--info:#0969da}
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);margin:0 auto;max-width:1400px;
-padding:0 24px 80px}
-h1{margin:18px 0 2px;font-size:24px}h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:32px}
-h3{margin:14px 0 6px;font-size:15px}
-.sub,.dim{color:var(--dim);font-weight:normal;font-size:12px}
-code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
-.mono{padding-left:18px}
-nav{margin:10px 0;font-size:14px}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin-top:12px}
-.card{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:150px;font-size:12px}
-.card.wide{flex:1}.card .big{font-size:22px;font-weight:600}
-table{border-collapse:collapse;font-size:12px;margin:4px 0}
-th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums}tr.total td{font-weight:600}
-.bad{color:var(--err)}.warn{color:var(--warn)}.ok{color:#1a7f37}
-.badge{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;font-weight:600;color:white;
-background:#57606a}
-.badge.sev-error{background:var(--err)}.badge.sev-warning{background:#bf8700}.badge.sev-info{background:var(--info)}
-.badge.ok{background:#1a7f37}.badge.uncertain{background:#8250df}
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px 28px}.span2{grid-column:span 2}
-ol.findings{list-style:none;padding:0;margin:0}
-.findings-scroll{max-height:75vh;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:0 10px}
-.filters{margin:6px 0}
-.scroll{max-height:45vh;overflow:auto;display:inline-block;border-bottom:1px solid var(--line)}
-.chips{margin:10px 0 0;font-size:12px}
-a.chip{display:inline-block;border:1px solid var(--line);border-left-width:4px;border-radius:4px;padding:1px 6px;
-margin:2px 2px;color:var(--fg);text-decoration:none}
-a.chip.sev-error{border-left-color:var(--err)}a.chip.sev-warning{border-left-color:#bf8700}
-a.chip.sev-info{border-left-color:var(--info)}.hidden{display:none}
-li.finding{border-left:4px solid var(--line);padding:6px 10px;margin:6px 0;background:#f6f8fa;border-radius:3px}
-li.finding.sev-error{border-color:var(--err)}li.finding.sev-warning{border-color:#bf8700}
-li.finding.sev-info{border-color:var(--info)}
-li.finding.selected{outline:2px solid #d4a72c;background:#fff8c5}
-.msg{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
-.meta{color:var(--dim);font-size:12px;overflow-wrap:anywhere}
-details.ev summary{cursor:pointer;color:var(--dim);font-size:12px}
-ul.ev{margin:2px 0;color:var(--dim)}
-a.goto{font-size:12px;margin-left:8px}
-article.job{border:1px solid var(--line);border-radius:6px;padding:4px 10px 8px;margin:14px 0}
-article.job.flash{outline:3px solid #d4a72c}
-.note{color:var(--dim)}
-"""
-
-# Renders the overview at once and each timeline when it comes near the viewport; links from findings
-# scroll to the job, draw it if needed, and mark the finding's moment with a highlighted band.
-_APP_JS = r"""
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("leaselog-data").textContent);
-  var config = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
-  function spec(div) {
-    var k = div.getAttribute("data-fig");
-    return k === "overview" ? data.overview : data.figures[+k];
-  }
-  function render(div) {
-    if (div._leaselog) { return div._leaselog; }
-    var s = spec(div);
-    div._leaselog = Plotly.newPlot(div, s.data, s.layout, config).then(function () {
-      div.setAttribute("data-rendered", "1");
-      return div;
-    });
-    return div._leaselog;
-  }
-  // the overview is one aggregated figure: draw it at once; timelines as they come near the viewport
-  render(document.getElementById("overview-plot"));
-  var plots = document.querySelectorAll("div.plot");
-  if ("IntersectionObserver" in window) {
-    var io = new IntersectionObserver(function (entries) {
-      entries.forEach(function (en) {
-        if (en.isIntersecting) { io.unobserve(en.target); render(en.target); }
-      });
-    }, {rootMargin: "600px 0px"});
-    plots.forEach(function (d) { if (d.id !== "overview-plot") { io.observe(d); } });
-  } else {
-    plots.forEach(render);
-  }
-  function highlight(fid) {
-    var ref = data.findings[fid];
-    if (!ref || ref[0] < 0) { return; }  // [job, x0, x1, xref] or [-1] when the job is not drawn
-    var div = document.getElementById("plot-" + ref[0]);
-    document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
-    var li = document.getElementById("f-" + fid);
-    if (li) { li.classList.add("selected"); }
-    var art = div.closest("article");
-    art.scrollIntoView({block: "start"});
-    render(div).then(function () {
-      var base = (data.figures[ref[0]].layout.shapes || []).slice();
-      var xref = ref[3], yref = "y" + xref.slice(1) + " domain";
-      var mark = ref[1] === ref[2]
-        ? {type: "line", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
-           line: {color: "#d4a72c", width: 4}, name: "highlight"}
-        : {type: "rect", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
-           fillcolor: "rgba(212,167,44,0.12)", line: {color: "#d4a72c", width: 3}, name: "highlight"};
-      base.push(mark);
-      return Plotly.relayout(div, {shapes: base});
-    }).then(function () {
-      art.classList.add("flash");
-      div.setAttribute("data-highlighted", String(fid));
-      setTimeout(function () { art.classList.remove("flash"); }, 2500);
-    });
-  }
-  document.addEventListener("click", function (ev) {
-    var a = ev.target.closest ? ev.target.closest("a.goto") : null;
-    if (!a) { return; }
-    ev.preventDefault();
-    var fid = +a.getAttribute("data-f");
-    history.replaceState(null, "", "#f-" + fid);
-    highlight(fid);
-  });
-  function applyFilters() {
-    var kind = document.getElementById("kind-filter").value;
-    var sev = document.getElementById("sev-filter").value;
-    var shown = 0;
-    document.querySelectorAll("li.finding").forEach(function (li) {
-      var ok = (!kind || li.getAttribute("data-kind") === kind) && (!sev || li.getAttribute("data-sev") === sev);
-      li.classList.toggle("hidden", !ok);
-      if (ok) { shown += 1; }
-    });
-    document.querySelectorAll("div.jobgroup").forEach(function (g) {
-      g.classList.toggle("hidden", !g.querySelector("li.finding:not(.hidden)"));
-    });
-    document.getElementById("filter-count").textContent = (kind || sev) ? shown + " shown" : "";
-  }
-  document.querySelectorAll("a.chip").forEach(function (chip) {
-    chip.addEventListener("click", function () {
-      document.getElementById("kind-filter").value = chip.getAttribute("data-kind");
-      document.getElementById("sev-filter").value = "";
-      applyFilters();
-    });
-  });
-  ["kind-filter", "sev-filter"].forEach(function (id) {
-    var el = document.getElementById(id);
-    if (el) { el.addEventListener("change", applyFilters); }
-  });
-  var m = /^#f-(\d+)$/.exec(location.hash);
-  if (m) { highlight(+m[1]); }
-})();
-"""
