@@ -105,7 +105,9 @@ def panel_spec(
     right_edge = (t_max + width * 0.2) if pad is not None else t_max
 
     leases, execs, zombies, opens = _Bars(), _Bars(), _Bars(), _Bars()
-    annotations: list[dict[str, Any]] = []
+    # why a second attempt could acquire: an arrow, and words before its "acquired" label
+    says: dict[str, str] = {}
+    annotations: list[dict[str, Any]] = _trigger_paths(ex, findings, lanes, axis, says)
     labels: list[str] = []
     for r in ex.iter_rows(named=True):
         y = lanes[r["execution_id"]]
@@ -127,13 +129,14 @@ def panel_spec(
             annotations.append(
                 label(axis.x(lease_to), y - 0.3, f"◀ lease {how} {axis.when(lease_to)}", colour=LEASE_EDGE)
             )
-            if pad is not None and lease_from - t_min > width * 0.2:
+            said = says.get(r["execution_id"], "")
+            if pad is not None and (lease_from - t_min > width * 0.2 or said):
                 # a later acquisition (the takeover) is labelled where it happens
                 annotations.append(
                     label(
                         axis.x(lease_from),
                         y - 0.3,
-                        f"acquired {axis.when(lease_from)} ▶",
+                        f"{said}acquired {axis.when(lease_from)} ▶",
                         colour=LEASE_EDGE,
                         xanchor="right",
                     )
@@ -217,7 +220,6 @@ def panel_spec(
         for n in notes
     )
     shapes = _overlaps(findings, axis, width, annotations)
-    annotations.extend(_trigger_paths(ex, findings, lanes, axis))
 
     finding_rows = [f for f in findings if f.start is not None][:MAX_FINDING_ROWS]
     data.extend(finding_traces(finding_rows, axis))
@@ -323,7 +325,7 @@ def _overlaps(
 
 
 def _trigger_paths(
-    ex: pl.DataFrame, findings: Sequence[Finding], lanes: dict[str, int], axis: Axis
+    ex: pl.DataFrame, findings: Sequence[Finding], lanes: dict[str, int], axis: Axis, says: dict[str, str]
 ) -> list[dict[str, Any]]:
     """Why a second attempt could acquire: an arrow from the earlier execution's lease end to the later
     one's acquire, labelled with the gap and the trigger (second_attempt findings)."""
@@ -341,6 +343,9 @@ def _trigger_paths(
         how = {"released": "released", "expired": "expired"}.get(first["lease_end"] or "", "ended")
         gap = (second["acquired_at"] - first["valid_until"]).total_seconds() * 1000
         after = f"{format_duration(abs(gap))} {'after' if gap >= 0 else 'before'}"
+        says[f.execution_ids[-1]] = (
+            f"2nd attempt ({after} lease {how}; trigger: <b>{esc(f.trigger or 'unknown')}</b>) · "
+        )
         out.append(
             {
                 "x": axis.x(second["acquired_at"]),
@@ -364,19 +369,6 @@ def _trigger_paths(
                     f" trigger: {f.trigger or 'unknown'}"
                 ),
             }
-        )
-        out.append(
-            label(
-                axis.x(second["acquired_at"]),
-                lanes[f.execution_ids[-1]] - 0.3,
-                f"2nd attempt: acquired {after} lease {how} · trigger: <b>{esc(f.trigger or 'unknown')}</b>",
-                colour=SEVERITY_COLOUR["warning"],
-                size=10,
-                xanchor="right",
-                yanchor="bottom",
-                yshift=8,
-                name="trigger",
-            )
         )
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import polars as pl
@@ -91,27 +92,64 @@ def event_traces(
                 f"{n_routine:,} routine markers (successful renewals, progress) thinned to every {step}th"
             )
         ev = ev.drop("_routine")
+    ev = ev.with_columns(
+        pl.col("execution_id").replace_strict(lanes, return_dtype=pl.Float64).alias("_lane"),
+        pl.lit(max(spread_us, 1), dtype=pl.Int64).alias("_spread"),
+        pl.lit(spread_us > 0).alias("_spreading"),
+    )
+    ev = ev.sort("t", "seq").with_columns(_columns(axis)).drop("_lane", "_spread", "_spreading")
+    parts = ev.partition_by("_key", as_dict=True, include_key=False)
+    out: list[dict[str, Any]] = []
+    for event, (legend, symbol, colour) in MARKERS.items():
+        sub = parts.get((event,))
+        if sub is None:
+            continue
+        colours: Any = colour
+        if event == "lock_released":
+            colours = [ZOMBIE if r is False else colour for r in sub["released"].to_list()]
+        elif event == "completion":
+            swap = {"duplicate": "#d4a72c", "rejected": ZOMBIE}
+            colours = [swap.get(o or "", colour) for o in sub["outcome"].to_list()]
+        out.append(_marker_trace(legend, symbol, colours, sub, size=9 if event != "job_progress" else 12))
+    for variant, colour in RENEWAL_COLOUR.items():
+        sub = parts.get((f"renewal:{variant}",))
+        if sub is not None:
+            name = "renewal: late success" if variant == "late" else f"renewal: {variant}"
+            out.append(_marker_trace(name, "circle", colour, sub, size=8))
+    other = parts.get(("renewal:",))
+    if other is not None:
+        out.append(_marker_trace("renewal: other", "circle-open", DIM, other, size=8))
+    return out
+
+
+_DETAIL_COLUMNS = (
+    "renewal_outcome",
+    "latency_ms",
+    "lease_ms",
+    "fencing_token",
+    "reason",
+    "status",
+    "released",
+    "release_outcome",
+    "outcome",
+    "trigger",
+    "topic",
+    "partition",
+    "offset",
+    "message_id",
+    "delivery_count",
+    "attempt",
+)
+
+
+@cache
+def _columns(axis: Axis) -> list[pl.Expr]:
+    """x, y, the trace a marker goes in (`_key`) and its hover text, as expressions built once per kind of
+    axis (building polars expressions costs more than running them on a job's few dozen events)."""
     detail = pl.concat_str(
         [
             pl.when(pl.col(c).is_not_null()).then(pl.format(f"{c}=" + "{}", esc_expr(pl.col(c))))
-            for c in (
-                "renewal_outcome",
-                "latency_ms",
-                "lease_ms",
-                "fencing_token",
-                "reason",
-                "status",
-                "released",
-                "release_outcome",
-                "outcome",
-                "trigger",
-                "topic",
-                "partition",
-                "offset",
-                "message_id",
-                "delivery_count",
-                "attempt",
-            )
+            for c in _DETAIL_COLUMNS
         ],
         separator=" ",
         ignore_nulls=True,
@@ -124,21 +162,23 @@ def event_traces(
     routine = ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") == "success")) | (
         pl.col("event") == "job_progress"
     )
-    group = [pl.col("execution_id"), pl.col("t").dt.epoch("us") // max(spread_us, 1), routine]
+    group = [pl.col("execution_id"), pl.col("t").dt.epoch("us") // pl.col("_spread"), routine]
     offset = ((pl.int_range(pl.len()).over(group) - (pl.len().over(group) - 1) / 2) * SPREAD_STEP).clip(
         -MAX_SPREAD, MAX_SPREAD
     )
-    ev = ev.sort("t", "seq").with_columns(
-        (
-            pl.col("execution_id").replace_strict(lanes, return_dtype=pl.Float64)
-            + 0.08
-            + pl.when(routine | (spread_us <= 0)).then(0.0).otherwise(offset)
-        ).alias("y"),
+    variant = (
+        pl.when(pl.col("late").fill_null(False)).then(pl.lit("late")).otherwise(pl.col("renewal_outcome"))
+    )
+    known = variant.is_in(list(RENEWAL_COLOUR)).fill_null(False)
+    return [
+        (pl.col("_lane") + 0.08 + pl.when(routine | ~pl.col("_spreading")).then(0.0).otherwise(offset)).alias(
+            "y"
+        ),
         axis.expr("t").alias("x"),
-        pl.when((pl.col("event") == "lease_renewal") & pl.col("late").fill_null(False))
-        .then(pl.lit("late"))
-        .otherwise(pl.col("renewal_outcome"))
-        .alias("variant"),
+        pl.when(pl.col("event") == "lease_renewal")
+        .then(pl.format("renewal:{}", pl.when(known).then(variant).otherwise(pl.lit(""))))
+        .otherwise(pl.col("event"))
+        .alias("_key"),
         pl.format(
             "<b>{}</b> {}<br>{} · {} · {}<br>{}:{}<br>{}",
             esc_expr(pl.col("raw_event").fill_null(pl.col("event"))),
@@ -150,33 +190,7 @@ def event_traces(
             pl.col("line").cast(pl.String).fill_null("?"),
             fields.fill_null(""),
         ).alias("hover"),
-    )
-    out: list[dict[str, Any]] = []
-    for event, (legend, symbol, colour) in MARKERS.items():
-        sub = ev.filter(pl.col("event") == event)
-        if sub.height:
-            colours: Any = colour
-            if event == "lock_released":
-                colours = sub.select(
-                    pl.when(pl.col("released") == False).then(pl.lit(ZOMBIE)).otherwise(pl.lit(colour))  # noqa: E712
-                )["literal"].to_list()
-            elif event == "completion":
-                colours = sub.select(
-                    pl.col("outcome").replace_strict(
-                        {"duplicate": "#d4a72c", "rejected": ZOMBIE}, default=colour, return_dtype=pl.String
-                    )
-                )["outcome"].to_list()
-            out.append(_marker_trace(legend, symbol, colours, sub, size=9 if event != "job_progress" else 12))
-    renewal = ev.filter(pl.col("event") == "lease_renewal")
-    for variant, colour in RENEWAL_COLOUR.items():
-        sub = renewal.filter(pl.col("variant") == variant)
-        if sub.height:
-            name = "renewal: late success" if variant == "late" else f"renewal: {variant}"
-            out.append(_marker_trace(name, "circle", colour, sub, size=8))
-    other = renewal.filter(~pl.col("variant").is_in(list(RENEWAL_COLOUR)) | pl.col("variant").is_null())
-    if other.height:
-        out.append(_marker_trace("renewal: other", "circle-open", DIM, other, size=8))
-    return out
+    ]
 
 
 def _marker_trace(name: str, symbol: str, colour: Any, sub: pl.DataFrame, size: int) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from leaselog.render.plotting import EXECUTION, ZOMBIE, Axis, esc, note
+from leaselog.events import PSEUDO_EPOCH
+from leaselog.render.plotting import DIM, EXECUTION, ZOMBIE, Axis, esc, note
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -19,13 +20,34 @@ __all__ = ["OVERVIEW_BUCKETS", "kind_colour", "overview_figure", "overview_spec"
 OVERVIEW_BUCKETS = 240
 
 
+def _count_axis(title: str, domain: list[float], peak: int, colour: str = DIM) -> dict[str, Any]:
+    """A y axis of counts: whole numbers only (no 0.25 executions), from zero."""
+    return {
+        "domain": domain,
+        "title": {"text": title, "font": {"size": 10, "color": colour}},
+        "rangemode": "tozero",
+        "tickformat": "d",
+        "dtick": max(1, -(-peak // 4)),
+        "tickfont": {"color": colour},
+    }
+
+
+def _running(rel_start: pl.Series, rel_end: pl.Series, edges: pl.Series) -> list[int]:
+    """How many [start, end) intervals overlap each bucket [e_k, e_k+1)."""
+    started = rel_start.sort().search_sorted(edges[1:], side="left").cast(pl.Int64)
+    ended = rel_end.sort().search_sorted(edges[:-1], side="left").cast(pl.Int64)
+    return (started - ended).to_list()
+
+
 def overview_spec(
     executions: pl.DataFrame, findings: pl.DataFrame, buckets: int = OVERVIEW_BUCKETS
 ) -> dict[str, Any]:
     """Fleet overview, aggregated into time buckets (never one shape per execution, so it scales).
 
-    Top: executions running per bucket, and how many of them overlapped another execution of their job.
-    Bottom: findings starting per bucket, stacked by kind.
+    Three panels on one time axis: executions running per bucket; overlapping execution pairs per bucket
+    (their own panel: a handful next to a thousand running would be a flat line); findings starting per
+    bucket, stacked by kind, each kind in its severity's colour family. `layout.meta` has the bucket width
+    (seconds) for the report's click-to-filter.
     """
     wall = executions.filter(
         (pl.col("clock") == "wall") & pl.col("start").is_not_null() & pl.col("end").is_not_null()
@@ -38,13 +60,14 @@ def overview_spec(
         axis = Axis(wall=False)
         left_out = 0
     base_layout: dict[str, Any] = {
-        "height": 420,
-        "margin": {"l": 60, "r": 60, "t": 30, "b": 40},
+        "height": 520,
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
         "plot_bgcolor": "white",
         "paper_bgcolor": "white",
         "hovermode": "x unified",
+        "hoverlabel": {"namelength": -1},
         "barmode": "stack",
-        "legend": {"orientation": "h", "y": -0.12, "yanchor": "top", "font": {"size": 10}},
+        "legend": {"orientation": "h", "y": -0.1, "yanchor": "top", "font": {"size": 10}},
     }
     if use.height == 0:
         return {
@@ -58,12 +81,9 @@ def overview_spec(
     span_us = max(int((hi - lo).total_seconds() * 1e6), 1)
     step_us = max(span_us // buckets + 1, 1)
     edges = pl.Series("edge", [i * step_us for i in range(buckets + 1)], dtype=pl.Int64)
-    rel_start = ((use["start"] - lo).dt.total_microseconds()).sort()
-    rel_end = ((use["end"] - lo).dt.total_microseconds()).sort()
-    # running in [e_k, e_k+1): started before the bucket ends, not ended before it starts
-    started = rel_start.search_sorted(edges[1:], side="left")
-    ended = rel_end.search_sorted(edges[:-1], side="left")
-    running = (started.cast(pl.Int64) - ended.cast(pl.Int64)).to_list()
+    running = _running(
+        (use["start"] - lo).dt.total_microseconds(), (use["end"] - lo).dt.total_microseconds(), edges
+    )
     xs = [axis.x(lo + timedelta(microseconds=i * step_us + step_us / 2)) for i in range(buckets)]
     bucket_width = step_us / 1000 if axis.wall else step_us / 1e6
 
@@ -86,28 +106,27 @@ def overview_spec(
         & pl.col("start").is_not_null()
         & pl.col("end").is_not_null()
     )
+    pairs = [0] * buckets
     if ov.height:
-        o_start = ((ov["start"] - lo).dt.total_microseconds()).sort()
-        o_end = ((ov["end"] - lo).dt.total_microseconds()).sort()
-        o_running = (
-            o_start.search_sorted(edges[1:], side="left").cast(pl.Int64)
-            - o_end.search_sorted(edges[:-1], side="left").cast(pl.Int64)
-        ).to_list()
-        # on its own right-hand axis: a handful of overlaps next to a thousand running executions would
-        # otherwise be a flat line at zero
+        pairs = _running(
+            (ov["start"] - lo).dt.total_microseconds(), (ov["end"] - lo).dt.total_microseconds(), edges
+        )
         data.append(
             {
                 "type": "scatter",
                 "mode": "lines",
-                "name": "overlapping execution pairs (right axis)",
+                "name": "overlapping execution pairs",
                 "x": xs,
-                "y": o_running,
+                "y": pairs,
                 "line": {"color": ZOMBIE, "width": 1.5, "shape": "hv"},
-                "xaxis": "x",
-                "yaxis": "y3",
+                "fill": "tozeroy",
+                "fillcolor": "rgba(207,34,46,0.12)",
+                "xaxis": "x2",
+                "yaxis": "y2",
             }
         )
     fs = findings.filter(pl.col("start").is_not_null())
+    peak_findings = 0
     if fs.height:
         counted = (
             fs.with_columns(
@@ -115,21 +134,26 @@ def overview_spec(
                 .clip(0, buckets - 1)
                 .alias("bucket")
             )
-            .group_by("kind", "bucket")
+            .group_by("kind", "severity", "bucket")
             .agg(pl.len().alias("n"))
-            .sort("kind", "bucket")
+            .sort("kind", "severity", "bucket")
         )
-        for (kind,), grp in counted.partition_by("kind", as_dict=True, maintain_order=True).items():
+        peak_findings = max(counted.group_by("bucket").agg(pl.col("n").sum())["n"].to_list(), default=0)
+        shade: dict[str, int] = {}
+        for (kind, sev), grp in counted.partition_by(
+            "kind", "severity", as_dict=True, maintain_order=True
+        ).items():
+            i = shade[str(sev)] = shade.get(str(sev), -1) + 1
             data.append(
                 {
                     "type": "bar",
-                    "name": esc(kind),
+                    "name": f"{esc(kind)} ({esc(sev)})",
                     "x": [xs[b] for b in grp["bucket"].to_list()],
                     "y": grp["n"].to_list(),
                     "width": bucket_width,
-                    "xaxis": "x2",
-                    "yaxis": "y2",
-                    "marker": {"color": kind_colour(str(kind))},
+                    "xaxis": "x3",
+                    "yaxis": "y3",
+                    "marker": {"color": kind_colour(str(sev), i)},
                 }
             )
     title_note = f"{use.height:,} executions" + (
@@ -139,62 +163,46 @@ def overview_spec(
         "showgrid": True,
         "gridcolor": "#eaeef2",
         "type": "date" if axis.wall else "linear",
+        "matches": "x3",
     }
     layout = {
         **base_layout,
-        "title": {"text": esc(title_note), "x": 0.01, "font": {"size": 12}},
-        "xaxis": {**x_common, "anchor": "y", "matches": "x2", "showticklabels": False},
-        "xaxis2": {
-            **x_common,
-            "anchor": "y2",
-            "title": {"text": "UTC" if axis.wall else "seconds (log order)", "font": {"size": 10}},
+        "title": {
+            "text": esc(title_note) + " · click a bar to list its findings",
+            "x": 0.01,
+            "font": {"size": 12},
         },
-        "yaxis": {
-            "domain": [0.42, 1.0],
-            "title": {"text": "running", "font": {"size": 10}},
-            "rangemode": "tozero",
+        "xaxis": {**x_common, "anchor": "y", "showticklabels": False},
+        "xaxis2": {**x_common, "anchor": "y2", "showticklabels": False},
+        "xaxis3": {
+            **{k: v for k, v in x_common.items() if k != "matches"},
+            "anchor": "y3",
+            "title": {"text": axis.title(None) if axis.wall else "seconds (log order)", "font": {"size": 10}},
         },
-        "yaxis2": {
-            "domain": [0.0, 0.34],
-            "title": {"text": "findings", "font": {"size": 10}},
-            "rangemode": "tozero",
-        },
-        "yaxis3": {
-            "overlaying": "y",
-            "side": "right",
-            "rangemode": "tozero",
-            "showgrid": False,
-            "title": {"text": "overlapping", "font": {"size": 10, "color": ZOMBIE}},
-            "tickfont": {"color": ZOMBIE},
+        "yaxis": _count_axis("running", [0.68, 1.0], max(running, default=0)),
+        "yaxis2": _count_axis("overlapping pairs", [0.4, 0.6], max(pairs, default=0), ZOMBIE),
+        "yaxis3": _count_axis("findings", [0.0, 0.32], peak_findings),
+        "meta": {
+            "bucketSeconds": step_us / 1e6,
+            "wall": axis.wall,
+            "origin": 0 if axis.wall else PSEUDO_EPOCH.timestamp(),  # log-order x is seconds since it
         },
     }
     return {"data": data, "layout": layout}
 
 
-# one fixed colour per kind of PRODUCT.md, so a colour means the same thing in every report
-_KIND_COLOUR: dict[str, str] = {
-    "overlapping_executions": "#cf222e",
-    "lease_outlived": "#fb8500",
-    "concurrent_leases": "#a40e26",
-    "renewal_failed": "#8250df",
-    "renewal_gap": "#c297ff",
-    "ownership_loss_unhandled": "#953800",
-    "stop_delayed": "#d4a72c",
-    "stop_unconfirmed": "#bf8700",
-    "stale_release": "#3b78c4",
-    "release_failed": "#0550ae",
-    "second_attempt": "#57606a",
-    "duplicate_effect": "#e16f24",
-    "stale_write_accepted": "#6639ba",
-    "completion_rejected": "#1a7f37",
-    "crash_takeover": "#24292f",
-    "lease_settings": "#8c959f",
+# a kind is drawn in its severity's colour family, so a colour means the same as in the rest of the report:
+# reds for errors, ambers for warnings, blues for info, one shade per kind in order of name
+_FAMILIES: dict[str, list[str]] = {
+    "error": ["#cf222e", "#a40e26", "#ff8182", "#82071e", "#fa4549", "#ffaba8"],
+    "warning": ["#bf8700", "#fb8500", "#d4a72c", "#9a6700", "#f2cc60", "#bc4c00"],
+    "info": ["#0969da", "#54aeff", "#0550ae", "#80ccff", "#033d8b", "#218bff"],
 }
-_FALLBACK_COLOURS = ["#116329", "#0969da", "#bc4c00", "#6e7781", "#cf5f9f", "#4d7c0f"]
 
 
-def kind_colour(kind: str) -> str:
-    return _KIND_COLOUR.get(kind) or _FALLBACK_COLOURS[sum(kind.encode()) % len(_FALLBACK_COLOURS)]
+def kind_colour(severity: str, i: int) -> str:
+    family = _FAMILIES.get(severity, ["#8c959f", "#57606a", "#d0d7de"])
+    return family[i % len(family)]
 
 
 def overview_figure(analysis: Analysis) -> go.Figure:
