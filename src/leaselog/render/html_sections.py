@@ -153,7 +153,7 @@ def inputs_section(a: Analysis, files: dict[str, tuple[int | None, str | None]],
         )
     flagged = f', <span class="bad">{problems} with problems</span>' if problems else ""
     out = [
-        f'<details id="inputs"{" open" if problems and len(a.input_reports) <= 3 else ""}><summary><h2>Inputs: '
+        f'<details id="inputs"><summary><h2>Inputs: '
         f"{len(a.input_reports)} file(s), {tot['total']:,} lines ({tot['used']:,} used, {tot['malformed']:,}"
         f" malformed){flagged}</h2></summary>",
         '<div class="scroll"><table><thead><tr><th>file</th><th>format</th><th>lines</th><th>used</th>'

@@ -118,6 +118,17 @@
   var items = Array.prototype.slice.call(document.querySelectorAll("li.finding"));
   var groups = Array.prototype.slice.call(document.querySelectorAll("div.jobgroup"));
   var articles = Array.prototype.slice.call(document.querySelectorAll("article.job"));
+  // what the filters read of each finding, read from the DOM once
+  var itemKind = [], itemSev = [], itemJob = [], itemJobLower = [], itemT = [], itemGroup = [], itemHidden = [];
+  items.forEach(function (li) {
+    itemKind.push(li.getAttribute("data-kind"));
+    itemSev.push(li.getAttribute("data-sev"));
+    itemJob.push(li.getAttribute("data-job"));
+    itemJobLower.push(li.getAttribute("data-job").toLowerCase());
+    itemT.push(parseFloat(li.getAttribute("data-t")));
+    itemGroup.push(li.closest("div.jobgroup"));
+    itemHidden.push(false);
+  });
 
   function state() {
     var s = new URLSearchParams();
@@ -130,18 +141,21 @@
   function applyFilters(record) {
     if (!kindSel) { return; }
     var kind = kindSel.value, sev = sevSel.value, q = (search.value || "").toLowerCase();
-    var shown = 0, jobsShown = {};
-    items.forEach(function (li) {
-      var t = parseFloat(li.getAttribute("data-t"));
-      var ok = (!kind || li.getAttribute("data-kind") === kind) && (!sev || li.getAttribute("data-sev") === sev) &&
-        (!q || li.getAttribute("data-job").toLowerCase().indexOf(q) >= 0) &&
-        (!win || (t >= win[0] && t < win[1]));
-      li.classList.toggle("hidden", !ok);
-      if (ok) { shown += 1; jobsShown[li.getAttribute("data-job")] = true; }
+    var shown = 0, jobsShown = {}, perGroup = new Map();
+    items.forEach(function (li, i) {
+      var t = itemT[i];
+      var ok = (!kind || itemKind[i] === kind) && (!sev || itemSev[i] === sev) &&
+        (!q || itemJobLower[i].indexOf(q) >= 0) && (!win || (t >= win[0] && t < win[1]));
+      if (itemHidden[i] === ok) { li.classList.toggle("hidden", !ok); itemHidden[i] = !ok; }
+      if (ok) {
+        shown += 1;
+        jobsShown[itemJob[i]] = true;
+        perGroup.set(itemGroup[i], (perGroup.get(itemGroup[i]) || 0) + 1);
+      }
     });
     var active = !!(kind || sev || q || win);
     groups.forEach(function (g) {
-      var n = g.querySelectorAll("li.finding:not(.hidden)").length;
+      var n = perGroup.get(g) || 0;
       var c = g.querySelector(".jobcount"), total = +c.getAttribute("data-n");
       c.textContent = (n === total ? total : n + " of " + total) + " finding(s)";
       g.classList.toggle("hidden", n === 0);
