@@ -15,7 +15,6 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from leaselog.render.html_findings import findings_section
 from leaselog.render.html_parts import e
 from leaselog.render.html_sections import inputs_section, job_article, overview_section, timelines_section
 from leaselog.render.html_summary import SUMMARY_ROWS, advice, summary_rows, summary_table
+from leaselog.version import VERSION
 
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
@@ -98,13 +98,6 @@ def _generated_at() -> datetime:
     if epoch.isdigit():
         return datetime.fromtimestamp(int(epoch), UTC)
     return datetime.now(UTC)
-
-
-def _leaselog_version() -> str:
-    try:
-        return version("leaselog")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def file_facts(
@@ -291,7 +284,7 @@ def _header(a: Analysis, command: Sequence[str] | None) -> str:
         f" <span{bad}>{lines['malformed']:,} malformed</span>) · {n_jobs:,} jobs, {a.executions.height:,}"
         f' executions · {time_range}</span> <span class="sevs">{sev}</span></div>\n'
         '<details class="prov" id="provenance"><summary>'
-        f"leaselog {e(_leaselog_version())} · generated {e(_generated_at().strftime('%Y-%m-%d %H:%M UTC'))} ·"
+        f"leaselog {e(VERSION)} · generated {e(_generated_at().strftime('%Y-%m-%d %H:%M UTC'))} ·"
         f" default lease TTL {e(ttl)} · clock-skew tolerance {e(format_duration(s.max_skew_ms))}</summary>"
         f'<dl><dt>command</dt><dd><code id="command">{e(cmd)}</code></dd>'
         f'<dt>settings</dt><dd><code class="wrap">{e(options)}</code></dd>'

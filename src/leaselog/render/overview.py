@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from leaselog.events import PSEUDO_EPOCH
 from leaselog.render.plotting import DIM, EXECUTION, ZOMBIE, Axis, esc, note
+from leaselog.timebase import PSEUDO_EPOCH
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go

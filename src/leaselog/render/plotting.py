@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from leaselog.events import PSEUDO_EPOCH
+from leaselog.timebase import PSEUDO_EPOCH
 
 # colours: lease = what the lock granted (light blue), execution = the work (dark blue),
 # red = work done without a lease, grey = an open end (log stops: crash or cut log)
