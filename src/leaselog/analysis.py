@@ -13,6 +13,7 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.findings import Finding, gc_paused, iso, json_dicts, records
+from leaselog.fleet import Totals
 from leaselog.reading.reader import InputReport
 from leaselog.schema import schema as documented_schema
 
@@ -43,6 +44,9 @@ class Analysis:
     problems: list[str] = field(default_factory=list)
     # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
     local_time_files: dict[str, str] = field(default_factory=dict)
+    # the document's counts when the frames are not all here (a cluster run: `leaselog.spark`); None: the
+    # frames are the whole input and the counts are theirs
+    totals: Totals | None = None
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
@@ -82,21 +86,16 @@ class Analysis:
 
     def _document(self, findings: list[dict[str, Any]]) -> dict[str, Any]:
         """`to_dict()` around the findings' JSON dicts."""
-        # the wall-clock range through the lazy engine: it scans the event frame several times faster
-        lo, hi, n_wall = (
-            self.events.lazy()
-            .filter(pl.col("clock") == "wall")
-            .select(pl.col("t").min(), pl.col("t").max().alias("hi"), pl.len())
-            .collect()
-            .row(0)
+        tot = self.totals or Totals.of_events(self.events).with_jobs(
+            int(self.executions["job_id"].n_unique()) if self.executions.height else 0, self.executions.height
         )
-        n = self.events.height
+        lo, hi, n_wall, n = tot.wall_start, tot.wall_end, tot.wall_events, tot.events
         return {
             "version": JSON_VERSION,
             "lines": self.line_totals(),
             "inputs": [self._input_dict(r) for r in self.input_reports],
-            "jobs": int(self.executions["job_id"].n_unique()) if self.executions.height else 0,
-            "executions": self.executions.height,
+            "jobs": tot.jobs,
+            "executions": tot.executions,
             "timeRange": {
                 "start": iso(lo) if n_wall else None,
                 "end": iso(hi) if n_wall else None,
