@@ -60,7 +60,7 @@ INPUTS = _sample_sets() + _cross_job_fixtures()
 
 def _document(a: leaselog.Analysis) -> bytes:
     out = io.BytesIO()
-    a.write_json(out)
+    leaselog.write_json(a, out)
     return out.getvalue()
 
 
@@ -163,7 +163,7 @@ def test_no_events_give_no_findings_and_merge_to_an_empty_document() -> None:
     assert part.findings.height == 0 and part.executions.height == 0
     rows = fleet_findings([part.partials], s)
     assert rows.height == 0
-    d = merge([empty], empty.events, [part], rows, s).to_dict()
+    d = leaselog.document(merge([empty], empty.events, [part], rows, s))
     assert (d["jobs"], d["executions"], d["findings"]) == (0, 0, [])
 
 

@@ -1,27 +1,21 @@
-"""The result of an analysis (`Analysis`): its frames, the JSON document, Parquet, figures. The stages that
-make one are in `leaselog.pipeline`."""
+"""The result of an analysis (`Analysis`): its frames, findings and line accounting. The stages that make
+one (read -> events -> executions/leases -> checks -> findings) are in `leaselog.pipeline`.
+
+It imports no output: JSON, Parquet, HTML and figures are built from an `Analysis` in leaselog.render and
+leaselog.store."""
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
 from leaselog.config import Settings
-from leaselog.findings import Finding, gc_paused, iso, json_dicts, records
+from leaselog.findings import Finding, records
 from leaselog.fleet import Totals
 from leaselog.reading.reader import InputReport
 from leaselog.schema import schema as documented_schema
-
-if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
-JSON_VERSION = 1
-JSON_BATCH = 2000  # findings serialised at a time by write_json
 
 
 @dataclass(repr=False)
@@ -29,8 +23,10 @@ class Analysis:
     """The result of one analysis. Frames are polars DataFrames; schemas in `leaselog.schema`.
 
     `events`, `executions`, `leases`, `renewals`, `findings` (one row per finding, in output order),
-    `inputs`, `malformed`; `finding_list` gives the findings as `Finding` records. `to_dict()` is the JSON contract,
-    `write_parquet(dir)` keeps it for `leaselog.load(dir)`, `timeline(job_id)` and `overview()` draw it.
+    `inputs`, `malformed`; `finding_list` gives the findings as `Finding` records. Data only: the outputs
+    are functions of the output layer, at the package's top level: `leaselog.document(a)` (the JSON
+    contract) and `write_json(a, path)`, `write_parquet(a, dir)` (read back by `leaselog.load(dir)`),
+    `timeline(a, job_id)`, `overview(a)`, `write_html(a, path)`.
     """
 
     events: pl.DataFrame
@@ -45,7 +41,7 @@ class Analysis:
     # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
     local_time_files: dict[str, str] = field(default_factory=dict)
     # the document's counts when the frames are not all here (a cluster run: `leaselog.spark`); None: the
-    # frames are the whole input and the counts are theirs
+    # frames are the whole input and the counts are theirs (`counts()`)
     totals: Totals | None = None
 
     def __repr__(self) -> str:
@@ -80,97 +76,15 @@ class Analysis:
             "malformed": sum(x.malformed for x in r),
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The machine output contract (PRODUCT.md): stable names, version 1."""
-        return self._document(json_dicts(self.findings))
-
-    def _document(self, findings: list[dict[str, Any]]) -> dict[str, Any]:
-        """`to_dict()` around the findings' JSON dicts."""
-        tot = self.totals or Totals.of_events(self.events).with_jobs(
-            int(self.executions["job_id"].n_unique()) if self.executions.height else 0, self.executions.height
-        )
-        lo, hi, n_wall, n = tot.wall_start, tot.wall_end, tot.wall_events, tot.events
-        return {
-            "version": JSON_VERSION,
-            "lines": self.line_totals(),
-            "inputs": [self._input_dict(r) for r in self.input_reports],
-            "jobs": tot.jobs,
-            "executions": tot.executions,
-            "timeRange": {
-                "start": iso(lo) if n_wall else None,
-                "end": iso(hi) if n_wall else None,
-                "wallClock": bool(n and n_wall == n),
-            },
-            "settings": self.settings.model_dump(mode="json"),
-            "malformed": [{"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()],
-            # every malformed line is counted in `lines`/`inputs`; only so many are located per file and
-            # reason (MAX_LOCATED): `malformedLocated` of them are listed above
-            "malformedLocated": self.malformed.height,
-            "malformedTruncated": self.malformed.height < self.line_totals()["malformed"],
-            "notes": list(self.problems),
-            "findings": findings,
-        }
-
-    def _input_dict(self, r: InputReport) -> dict[str, Any]:
-        d = r.as_dict()
-        zone = self.local_time_files.get(r.path)
-        if zone is not None:
-            d["localTimeZone"] = zone  # the file has timestamps without a zone, read in this one
-        return d
-
-    def write_json(self, path: str | Path | IO[bytes]) -> None:
-        """`to_dict()` as indented JSON, written a batch of findings at a time.
-
-        The same bytes as `orjson.dumps(self.to_dict(), option=OPT_INDENT_2)`; but the whole document at
-        once held every finding's dict and the whole text (~0.15 GB at 68 000 findings) at the end of
-        the run, when memory peaks.
-        """
-        import orjson
-
-        indent = orjson.OPT_INDENT_2
-        head = orjson.dumps(self._document([]), option=indent)
-        empty_tail = b"[]\n}"  # `"findings": []` is the document's last member
-        assert head.endswith(b'"findings": ' + empty_tail)
-        with contextlib.nullcontext(path) if not isinstance(path, str | Path) else open(path, "wb") as out:
-            if not self.findings.height:
-                out.write(head)
-                return
-            out.write(head[: -len(empty_tail)] + b"[\n")
-            for i in range(0, self.findings.height, JSON_BATCH):
-                with gc_paused():
-                    batch = json_dicts(self.findings.slice(i, JSON_BATCH))
-                    text = orjson.dumps(batch, option=indent)
-                # `[\n  {...},\n  {...}\n]` -> the items, two spaces deeper, as the document has them
-                items = b"  " + text[2:-2].replace(b"\n", b"\n  ")
-                out.write(items if i == 0 else b",\n" + items)
-            out.write(b"\n  ]\n}")
-
-    def write_parquet(self, directory: str | Path) -> Path:
-        """Write every frame as Parquet into `directory`, plus what `leaselog.load` needs to rebuild this."""
-        from leaselog.store import write_parquet
-
-        return write_parquet(self, directory)
+    def counts(self) -> Totals:
+        """Events (wall-clock ones and their range), jobs and executions: `totals` when the frames are not
+        all here, else counted from them."""
+        if self.totals is not None:
+            return self.totals
+        ex = self.executions
+        jobs = int(ex["job_id"].n_unique()) if ex.height else 0
+        return Totals.of_events(self.events).with_jobs(jobs, ex.height)
 
     def job_ids(self) -> list[str]:
         """Every jobId seen, sorted."""
         return sorted(self.executions["job_id"].unique().drop_nulls().to_list())
-
-    def timeline(self, job_id: str) -> go.Figure:
-        """One job's timeline (plotly Figure): a lane per execution, lease vs execution bars, findings."""
-        if self.executions.filter(pl.col("job_id") == job_id).height == 0:
-            import difflib
-
-            known = self.job_ids()
-            close = difflib.get_close_matches(job_id, known, n=3)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
-            raise KeyError(f"no job {job_id!r} in this analysis; {hint}({len(known)} jobs: see .job_ids())")
-        # imported here: plotly is only paid for by those who draw
-        from leaselog.render.figures import timeline_figure
-
-        return timeline_figure(self, job_id)
-
-    def overview(self) -> go.Figure:
-        """Every job at a glance (plotly Figure)."""
-        from leaselog.render.figures import overview_figure
-
-        return overview_figure(self)

@@ -89,7 +89,7 @@ def test_a_bucket_prefix_gives_the_local_files_document(s3: Any, name: str, kind
         for p in (SAMPLES / name).iterdir()
     }
     assert remote.findings.height > 0
-    assert remote.to_dict() == _as_urls(local.to_dict(), names)
+    assert leaselog.document(remote) == _as_urls(leaselog.document(local), names)
 
 
 def test_a_glob_on_the_store_and_an_object_named_directly(s3: Any) -> None:
@@ -161,6 +161,6 @@ def test_https_urls_are_read_as_files(web: str) -> None:
     remote = leaselog.analyze(urls)
     local = leaselog.analyze(SAMPLES / "article-incident")
     names = {str(SAMPLES / "article-incident" / u.rsplit("/", 1)[1]): u for u in urls}
-    assert remote.to_dict() == _as_urls(local.to_dict(), names)
+    assert leaselog.document(remote) == _as_urls(leaselog.document(local), names)
     missing = leaselog.analyze([*urls, f"{web}/article-incident/none.jsonl"])
     assert missing.input_reports[-1].error == "cannot open: no such object"

@@ -105,3 +105,51 @@ def _completions(ctx: CheckContext) -> pl.DataFrame:
         )
         .sort("seq")
     )
+
+
+def evidence(*lines: tuple[pl.Expr, pl.Expr, pl.Expr | str | None]) -> pl.Expr:
+    """A finding's evidence column: for each `(file, line, note)` whose file and line are known, a
+    `{file, line, note}` record, in the order given (`DETECTED["evidence"]`)."""
+    records = [
+        pl.struct(
+            file.cast(pl.String).alias("file"),
+            line.cast(pl.Int64).alias("line"),
+            (note if isinstance(note, pl.Expr) else pl.lit(note, dtype=pl.String)).alias("note"),
+        )
+        for file, line, note in lines
+    ]
+    known = pl.element().struct.field("file").is_not_null() & pl.element().struct.field("line").is_not_null()
+    return pl.concat_list(records).list.eval(pl.element().filter(known))
+
+
+def details(**fields: pl.Expr) -> pl.Expr:
+    """A finding's details column: the fields as a JSON object, in the order given (nulls as null)."""
+    return pl.struct([e.alias(name) for name, e in fields.items()]).struct.json_encode()
+
+
+def skew_details(bound: pl.Expr, **fields: pl.Expr) -> pl.Expr:
+    """`details(**fields)` plus a handover's skew bound, with no negative figure: `skewBoundMs` (how far
+    the later pod's clock can be ahead) when the handover proves one (null: it proves nothing), else
+    `skewBoundMs: null` and `clockDisagreementMs` (how far the earlier pod's clock must be ahead, if Redis
+    behaved) when the later pod acquired "too early"."""
+    proves = details(**fields, skewBoundMs=bound)
+    contradicts = details(**fields, skewBoundMs=pl.lit(None, dtype=pl.Float64), clockDisagreementMs=-bound)
+    return pl.when(bound.is_null() | (bound >= 0)).then(proves).otherwise(contradicts)
+
+
+def one_or_two(a: str, b: str) -> pl.Expr:
+    """`[a]` when the two columns hold the same value (nulls alike), else `[a, b]`: a finding's pods."""
+    return pl.when(pl.col(a).eq_missing(pl.col(b))).then(pl.concat_list(a)).otherwise(pl.concat_list(a, b))
+
+
+def timedelta_ms(delta: pl.Expr) -> pl.Expr:
+    """A duration in milliseconds exactly as Python's `timedelta.total_seconds() * 1000` gives it.
+
+    polars' own float division can differ from IEEE division in the last bit (`28751000 / 1e6 * 1000` is
+    28750.999999999996 in polars 2.1, 28751.0 in Python): where a figure used to be computed in Python and
+    reaches the output, numpy's true division keeps it the same.
+    """
+    return delta.dt.total_microseconds().map_batches(
+        lambda s: pl.Series(s.name, s.cast(pl.Float64).to_numpy() / 1_000_000 * 1000).fill_nan(None),
+        return_dtype=pl.Float64,
+    )

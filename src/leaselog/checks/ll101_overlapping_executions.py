@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.certainty import certainty_columns, handover_skew_note, skew_details
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import at_file, completions, pairs_of
+from leaselog.checks.certainty import certainty_columns, handover_skew_columns
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import (
+    at_file,
+    completions,
+    evidence,
+    one_or_two,
+    pairs_of,
+    skew_details,
+    timedelta_ms,
+)
 from leaselog.checks.phrasing import durations, moments, text
-from leaselog.findings import Evidence, Finding, Severity
-
-CODE = "LL101"
-KIND = "overlapping_executions"
-SEVERITY: Severity = "error"
 
 _COLS = [
     "execution_id",
@@ -74,17 +77,13 @@ def pairs(executions: pl.DataFrame) -> pl.DataFrame:
     return pairs_of(x, ["job_id"], ["start", "first_seq", "end"], choose, "_b")
 
 
-def _results(completed: pl.Series, accepted: pl.Series) -> pl.Expr:
-    """Which of the two overlapping executions' results was accepted: load versus corruption.
-
-    `completed`: execution ids with a completion attempt; `accepted`: those with an accepted one.
-    """
+def _results() -> pl.Expr:
+    """Which of the two overlapping executions' results was accepted: load versus corruption."""
+    a_ok, b_ok = pl.col("a_accepted"), pl.col("b_accepted")
     a, b = pl.col("execution_id"), pl.col("execution_id_b")
-    done = (a.is_in(completed.implode()) | b.is_in(completed.implode())).fill_null(False)
-    a_ok, b_ok = a.is_in(accepted.implode()).fill_null(False), b.is_in(accepted.implode()).fill_null(False)
     one, other = pl.when(a_ok).then(text("execution_id")), pl.when(a_ok).then(text("execution_id_b"))
     return (
-        pl.when(~done)
+        pl.when(~pl.col("completed"))
         .then(pl.lit(""))
         .when(a_ok & b_ok & a.ne_missing(b))
         .then(pl.lit(" Both results were accepted: a duplicate committed effect (see duplicate_effect)."))
@@ -101,40 +100,92 @@ def _results(completed: pl.Series, accepted: pl.Series) -> pl.Expr:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     found = pairs(ctx.executions)
-    if found.height == 0:
-        return []
     # only the executions in a pair are looked up: their completions and their leases' confirm latency
-    ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique()
-    comp = completions(ctx).filter(pl.col("execution_id").is_in(ids.implode()))
-    completed = comp["execution_id"].drop_nulls().unique()
-    accepted = comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().unique()
-    mine = ctx.leases.filter(pl.col("execution_id").is_in(ids.implode(), nulls_equal=True))
-    lat = dict(zip(mine["execution_id"], mine["confirm_latency_ms"], strict=True))
-
-    a, b, job = text("execution_id"), text("execution_id_b"), text("job_id")
+    ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique().implode()
+    comp = completions(ctx).filter(pl.col("execution_id").is_in(ids))
+    completed = comp["execution_id"].drop_nulls().unique().implode()
+    accepted = comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().unique().implode()
+    # the confirm latency of a's lease (its last one), by execution id as the lease frame has it
+    latency = (
+        ctx.leases.filter(pl.col("execution_id").is_in(ids, nulls_equal=True))
+        .group_by("execution_id")
+        .agg(pl.col("confirm_latency_ms").last())
+    )
+    a, b = pl.col("execution_id"), pl.col("execution_id_b")
     overlapped = (pl.col("valid_until") > pl.col("acquired_at_b")).fill_null(False)
-    found = found.with_columns(
+    # the handover's skew bound: only when the leases did not overlap and both pods are on the wall clock
+    handover = (
+        ~overlapped
+        & pl.col("acquired_at_b").is_not_null()
+        & (pl.col("clock") == "wall")
+        & (pl.col("clock_b") == "wall")
+    ).fill_null(False)
+    # the gap as `timedelta.total_seconds() * 1000` computes it (the figure is in the JSON output)
+    gap = pl.col("acquired_at_b") - pl.col("valid_until")
+    found = found.join(latency, on="execution_id", how="left", nulls_equal=True).with_columns(
         overlapped.alias("leases_overlapped"),
-        # the handover's skew bound: only when the leases did not overlap and both pods are on the wall clock
-        (
-            ~overlapped
-            & pl.col("acquired_at_b").is_not_null()
-            & (pl.col("clock") == "wall")
-            & (pl.col("clock_b") == "wall")
-        )
-        .fill_null(False)
-        .alias("handover"),
+        handover.alias("handover"),
+        pl.when(handover).then(timedelta_ms(gap)).alias("handover_gap_ms"),
+        (a.is_in(completed) | b.is_in(completed)).fill_null(False).alias("completed"),
+        a.is_in(accepted).fill_null(False).alias("a_accepted"),
+        b.is_in(accepted).fill_null(False).alias("b_accepted"),
         *certainty_columns(
             pl.col("overlap_ms"), ("pod", "pod_b"), ("clock", "clock_b"), ctx.settings, pods_as_given=True
         ),
-        moments(found, "acquired_at_b", "clock_b").alias("acquired_b_when"),
-        moments(found, "valid_until", "clock").alias("valid_until_when"),
-        moments(found, "start_b", "clock_b").alias("start_b_when"),
-        moments(found, "end", "clock").alias("end_when"),
-        moments(found, "end_b", "clock_b").alias("end_b_when"),
-        durations(found["overlap_ms"]).alias("size_text"),
+    )
+    bound = pl.when(
+        pl.col("pod").is_not_null() & pl.col("pod_b").is_not_null() & (pl.col("pod") != pl.col("pod_b"))
+    ).then(pl.col("handover_gap_ms") + pl.col("confirm_latency_ms").fill_null(0.0))
+    a_id, b_id = text("execution_id"), text("execution_id_b")
+    # `start`/`end` of the rows are the finding's (the overlap); a's own are `start_a`/`end_a`
+    return found.rename({"start": "start_a", "end": "end_a"}).with_columns(
+        pl.concat_list("execution_id", "execution_id_b").alias("execution_ids"),
+        one_or_two("pod", "pod_b").alias("pods"),
+        pl.col("overlap_start").alias("start"),
+        pl.col("overlap_end").alias("end"),
+        pl.col("overlap_ms").alias("duration_ms"),
+        # the logs cannot prove an uncertain overlap: never an error
+        pl.when(pl.col("certainty") == "certain")
+        .then(pl.lit(CHECK.severity))
+        .otherwise(pl.lit("warning"))
+        .alias("severity"),
+        evidence(
+            (
+                at_file("started", "acquired"),
+                pl.coalesce("started_line", "acquired_line"),
+                pl.format("{} starts", a_id),
+            ),
+            (pl.col("acquired_file_b"), pl.col("acquired_line_b"), pl.format("{} acquires", b_id)),
+            (pl.col("started_file_b"), pl.col("started_line_b"), pl.format("{} starts", b_id)),
+            (
+                at_file("ended", "last"),
+                pl.coalesce("ended_line", "last_line"),
+                pl.format("{} last seen / ends", a_id),
+            ),
+        ).alias("evidence"),
+        skew_details(
+            bound,
+            leasesOverlapped=pl.col("leases_overlapped"),
+            openEnded=(pl.col("end_kind") == "open").fill_null(False),
+        ).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    a, b, job = text("execution_id"), text("execution_id_b"), text("job_id")
+    overlapped = pl.col("leases_overlapped")
+    rows = rows.with_columns(
+        moments(rows, "acquired_at_b", "clock_b").alias("acquired_b_when"),
+        moments(rows, "valid_until", "clock").alias("valid_until_when"),
+        moments(rows, "start_b", "clock_b").alias("start_b_when"),
+        moments(rows, "end_a", "clock").alias("end_when"),
+        moments(rows, "end_b", "clock_b").alias("end_b_when"),
+        durations(rows["overlap_ms"]).alias("size_text"),
+        *handover_skew_columns(
+            rows, "pod", "pod_b", "handover_gap_ms", "confirm_latency_ms", pl.col("handover")
+        ),
     )
     opening = (
         pl.when(pl.col("acquired_at_b").is_not_null() & pl.col("valid_until").is_not_null() & ~overlapped)
@@ -157,12 +208,11 @@ def check(ctx: CheckContext) -> list[Finding]:
         pl.when(pl.col("end_kind") == "open")
         .then(pl.format("{}'s log ends at {} with no finish (at least that long)", a, "end_when"))
         .otherwise(pl.format("{} kept running until {}", a, "end_when")),
-        pl.when(pl.col("end_b") < pl.col("end"))
+        pl.when(pl.col("end_b") < pl.col("end_a"))
         .then(pl.format(", past {}'s own end at {}", b, "end_b_when"))
         .otherwise(pl.lit("")),
     )
-    # the message up to the skew note (which needs the exact gap, from Python datetimes) and the caveat
-    found = found.with_columns(
+    return rows.select(
         pl.concat_str(
             opening,
             running,
@@ -170,78 +220,11 @@ def check(ctx: CheckContext) -> list[Finding]:
             pl.when(overlapped)
             .then(pl.lit(" The leases overlapped too (see concurrent_leases)."))
             .otherwise(pl.lit(" The leases never overlapped; the executions did.")),
-            _results(completed, accepted),
-        ).alias("message"),
-        at_file("started", "acquired").alias("a_start_file"),
-        pl.coalesce("started_line", "acquired_line").alias("a_start_line"),
-        at_file("ended", "last").alias("a_end_file"),
-        pl.coalesce("ended_line", "last_line").alias("a_end_line"),
-    )
-    out: list[Finding] = []
-    for (
-        job_id, a_id, b_id, pod, pod_b, valid_until, acquired_at_b, start, end, size, end_kind, overlapped_,
-        handover, certainty, caveat, message,
-        a_start_file, a_start_line, b_acquired_file, b_acquired_line, b_started_file, b_started_line,
-        a_end_file, a_end_line,
-    ) in zip(*(found[c].to_list() for c in _USED), strict=True):  # fmt: skip
-        skew_bound, skew_note = None, ""
-        if handover:
-            gap = (acquired_at_b - valid_until).total_seconds() * 1000 if valid_until else None
-            skew_bound, skew_note = handover_skew_note(pod, pod_b, gap, lat.get(a_id))
-        out.append(
-            Finding.of(
-                kind=KIND,
-                code=CODE,
-                # the logs cannot prove an uncertain overlap: never an error
-                severity=SEVERITY if certainty == "certain" else "warning",
-                certainty=certainty,
-                job_id=job_id,
-                execution_ids=(a_id, b_id),
-                pods=(pod,) if pod == pod_b else (pod, pod_b),
-                start=start,
-                end=end,
-                duration_ms=size,
-                message=f"{message}{skew_note}{caveat}",
-                evidence=Evidence.known(
-                    (a_start_file, a_start_line, f"{a_id} starts"),
-                    (b_acquired_file, b_acquired_line, f"{b_id} acquires"),
-                    (b_started_file, b_started_line, f"{b_id} starts"),
-                    (a_end_file, a_end_line, f"{a_id} last seen / ends"),
-                ),
-                details={
-                    "leasesOverlapped": overlapped_,
-                    "openEnded": end_kind == "open",
-                    **skew_details(skew_bound),
-                },
-            )
-        )
-    return out
+            _results(),
+            pl.col("skew_note"),
+            pl.col("caveat"),
+        ).alias("message")
+    ).to_series()
 
 
-# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
-_USED = [
-    "job_id",
-    "execution_id",
-    "execution_id_b",
-    "pod",
-    "pod_b",
-    "valid_until",
-    "acquired_at_b",
-    "overlap_start",
-    "overlap_end",
-    "overlap_ms",
-    "end_kind",
-    "leases_overlapped",
-    "handover",
-    "certainty",
-    "caveat",
-    "message",
-    "a_start_file",
-    "a_start_line",
-    "acquired_file_b",
-    "acquired_line_b",
-    "started_file_b",
-    "started_line_b",
-    "a_end_file",
-    "a_end_line",
-]
+CHECK = Check("LL101", "overlapping_executions", "error", detect, explain)
