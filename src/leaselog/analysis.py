@@ -1,7 +1,8 @@
-"""The result of an analysis (`Analysis`): its frames, settings and input reports. Data only.
+"""The result of an analysis (`Analysis`): its frames, findings and line accounting. The stages that make
+one (read -> events -> executions/leases -> checks -> findings) are in `leaselog.pipeline`.
 
-The stages that make one are in `leaselog.pipeline`; it imports no output: JSON, Parquet, HTML and figures
-are built from an `Analysis` in leaselog.render and leaselog.store."""
+It imports no output: JSON, Parquet, HTML and figures are built from an `Analysis` in leaselog.render and
+leaselog.store."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.findings import Finding, records
+from leaselog.fleet import Totals
 from leaselog.reading.reader import InputReport
 from leaselog.schema import schema as documented_schema
-
-MALFORMED_SCHEMA = dict(documented_schema("malformed"))
 
 
 @dataclass(repr=False)
@@ -40,6 +40,9 @@ class Analysis:
     problems: list[str] = field(default_factory=list)
     # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
     local_time_files: dict[str, str] = field(default_factory=dict)
+    # the document's counts when the frames are not all here (a cluster run: `leaselog.spark`); None: the
+    # frames are the whole input and the counts are theirs (`counts()`)
+    totals: Totals | None = None
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
@@ -72,6 +75,15 @@ class Analysis:
             "ignored": sum(x.ignored for x in r),
             "malformed": sum(x.malformed for x in r),
         }
+
+    def counts(self) -> Totals:
+        """Events (wall-clock ones and their range), jobs and executions: `totals` when the frames are not
+        all here, else counted from them."""
+        if self.totals is not None:
+            return self.totals
+        ex = self.executions
+        jobs = int(ex["job_id"].n_unique()) if ex.height else 0
+        return Totals.of_events(self.events).with_jobs(jobs, ex.height)
 
     def job_ids(self) -> list[str]:
         """Every jobId seen, sorted."""

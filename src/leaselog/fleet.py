@@ -15,7 +15,8 @@ Renewal spacing needs no fleet fact: renewal_gap (LL202) holds each execution to
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 import polars as pl
 
@@ -71,3 +72,47 @@ class FleetContext:
             .agg(pl.col("t").max().alias("log_end"))
             .collect()
         )
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The whole input's counts the JSON document states, kept when its frames are not all in one place
+    (a cluster run keeps events and executions on the workers): events, wall-clock events and their
+    range, jobs, executions. Parts (inputs, partitions of whole jobs) merge by sums, min and max."""
+
+    events: int = 0
+    wall_events: int = 0
+    wall_start: datetime | None = None
+    wall_end: datetime | None = None
+    jobs: int = 0
+    executions: int = 0
+
+    @classmethod
+    def of_events(cls, events: pl.DataFrame) -> Totals:
+        """The event counts and wall-clock range of these events (jobs and executions left at 0)."""
+        lo, hi, n_wall = (
+            events.lazy()
+            .filter(pl.col("clock") == "wall")
+            .select(pl.col("t").min(), pl.col("t").max().alias("hi"), pl.len())
+            .collect()
+            .row(0)
+        )
+        return cls(events.height, int(n_wall), lo, hi)
+
+    @classmethod
+    def merge(cls, parts: Iterable[Totals]) -> Totals:
+        parts = list(parts)
+        starts = [p.wall_start for p in parts if p.wall_start is not None]
+        ends = [p.wall_end for p in parts if p.wall_end is not None]
+        return cls(
+            sum(p.events for p in parts),
+            sum(p.wall_events for p in parts),
+            min(starts) if starts else None,
+            max(ends) if ends else None,
+            sum(p.jobs for p in parts),
+            sum(p.executions for p in parts),
+        )
+
+    def with_jobs(self, jobs: int, executions: int) -> Totals:
+        """These totals with the jobs and executions counted (whole jobs per partition: counts add up)."""
+        return replace(self, jobs=jobs, executions=executions)

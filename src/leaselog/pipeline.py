@@ -28,7 +28,7 @@ from leaselog.checks.contract import Partial, as_findings
 from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.findings import empty_findings, finalize
-from leaselog.fleet import FleetContext
+from leaselog.fleet import FleetContext, Totals
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, Source, expand_sources
@@ -148,9 +148,12 @@ def merge(
     fleet_rows: pl.DataFrame,
     settings: Settings,
     problems: Sequence[str] = (),
+    *,
+    totals: Totals | None = None,
 ) -> Analysis:
     """One Analysis from the reads (in source order), the events, the parts (any order) and the fleet
-    checks' findings: the same as one run over everything."""
+    checks' findings: the same as one run over everything. `totals`: the document's counts when `events`
+    and the parts' frames are not the whole input's (a cluster run keeps them on the workers)."""
     inputs = [r for read in reads for r in read.inputs]
     malformed_rows = [m for read in reads for m in read.malformed]
     malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
@@ -172,6 +175,7 @@ def merge(
         settings=settings,
         problems=[*problems, *(n for read in reads for n in read.notes)],
         local_time_files={f: z for read in reads for f, z in read.local_time_files.items()},
+        totals=totals,
     )
 
 
