@@ -140,3 +140,13 @@ def skew_details(bound: pl.Expr, **fields: pl.Expr) -> pl.Expr:
 def one_or_two(a: str, b: str) -> pl.Expr:
     """`[a]` when the two columns hold the same value (nulls alike), else `[a, b]`: a finding's pods."""
     return pl.when(pl.col(a).eq_missing(pl.col(b))).then(pl.concat_list(a)).otherwise(pl.concat_list(a, b))
+
+
+def isoformat(e: pl.Expr) -> pl.Expr:
+    """`datetime.isoformat()` of a UTC moment, as the JSON details of a finding carry one: seconds, then
+    microseconds only when there are any, then `+00:00` (null stays null)."""
+    return (
+        pl.when(e.dt.microsecond() == 0)
+        .then(e.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"))
+        .otherwise(e.dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"))
+    )
