@@ -153,3 +153,13 @@ def timedelta_ms(delta: pl.Expr) -> pl.Expr:
         lambda s: pl.Series(s.name, s.cast(pl.Float64).to_numpy() / 1_000_000 * 1000).fill_nan(None),
         return_dtype=pl.Float64,
     )
+
+
+def isoformat(e: pl.Expr) -> pl.Expr:
+    """`datetime.isoformat()` of a UTC moment, as the JSON details of a finding carry one: seconds, then
+    microseconds only when there are any, then `+00:00` (null stays null)."""
+    return (
+        pl.when(e.dt.microsecond() == 0)
+        .then(e.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"))
+        .otherwise(e.dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"))
+    )
