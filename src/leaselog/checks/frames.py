@@ -163,3 +163,17 @@ def isoformat(e: pl.Expr) -> pl.Expr:
         .then(e.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"))
         .otherwise(e.dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"))
     )
+
+
+def json_value(e: pl.Expr) -> pl.Expr:
+    """`e`'s value as JSON text (a string quoted and escaped, a list as an array), as `details()` writes it."""
+    return pl.struct(e.alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")
+
+
+def json_object(**texts: pl.Expr) -> pl.Expr:
+    """A JSON object from fields that are already JSON text (`json_value`, or an object built from data,
+    whose keys `details()` cannot type), in the order given."""
+    parts: list[pl.Expr] = []
+    for i, (name, text) in enumerate(texts.items()):
+        parts += [pl.lit(("{" if i == 0 else ",") + f'"{name}":'), text]
+    return pl.concat_str([*parts, pl.lit("}")]) if parts else pl.lit("{}")
