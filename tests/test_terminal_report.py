@@ -38,16 +38,15 @@ def test_the_table_comes_first_one_line_per_finding() -> None:
     a = leaselog.analyze(INCIDENT)
     out = _text(a)
     lines = out.splitlines()
-    assert lines[0].startswith(
-        "5 findings (2 error, 3 warning) in 1 job(s) and fleet-wide · 2 file(s), 19 lines"
-    )
-    assert lines[1].split() == ["severity", "code", "kind", "job", "executions", "figure"]
+    assert lines[0] == "5 findings (2 error, 3 warning) in 1 job and fleet-wide"
+    assert lines[1] == "2 files, 19 lines (9 used, 0 malformed) · 1 job, 2 executions"
+    assert lines[2].split() == ["severity", "code", "kind", "job", "executions", "figure"]
     rows = _table(out)
     assert [r.split()[1] for r in rows] == ["LL102", "LL101", "LL401", "LL301", "LL701"]  # most severe first
     assert rows[1].split()[:5] == ["ERROR", "LL101", "overlapping_executions", "report-42", "attempt-a,"]
     assert rows[1].rstrip().endswith("2m31.5s")
     assert rows[2].rstrip().endswith("400ms trigger=unknown")
-    assert "suggest lease 15.0s, renew 5.0s, max run 19m" in rows[4] and "(fleet)" in rows[4]
+    assert rows[4].rstrip().endswith("lease 15.0s, renew 5.0s, max 19m") and "(fleet)" in rows[4]
     # then the details, then the inputs
     assert (
         out.index("LL701")
@@ -60,7 +59,7 @@ def test_the_table_comes_first_one_line_per_finding() -> None:
 def test_brief_prints_the_table_alone() -> None:
     a = leaselog.analyze(INCIDENT)
     out = _text(a, brief=True)
-    assert len(out.splitlines()) == 2 + a.findings.height
+    assert len(out.splitlines()) == 3 + a.findings.height
     assert "evidence:" not in out and "Inputs" not in out and "acquired report-42 at" not in out
 
 
@@ -92,7 +91,10 @@ def test_table_follows_max_jobs_and_says_what_is_left(tmp_path: Path) -> None:
 def test_no_findings_says_so_in_the_first_line(tmp_path: Path) -> None:
     jsonl(tmp_path / "noise.jsonl", [{"ts": "2026-11-02T10:00:00Z", "message": "GET /health 200"}])
     out = _text(leaselog.analyze(tmp_path / "noise.jsonl"), brief=True)
-    assert out.splitlines()[0].startswith("No findings. · 1 file(s), 1 lines (0 used, 0 malformed)")
+    assert out.splitlines()[:2] == [
+        "No findings.",
+        "1 file, 1 line (0 used, 0 malformed) · 0 jobs, 0 executions",
+    ]
     assert "severity  code" not in out
 
 

@@ -68,18 +68,26 @@ def _headline(a: Analysis, console: Console, n_jobs: int) -> None:
     sev = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts.get(s))
     tot = a.line_totals()
     jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
-    head = Text()
+
+    def n(count: int, what: str) -> str:
+        return f"{count:,} {what}" + ("" if count == 1 else "s")
+
     if a.findings.height:
         fleet = a.findings["job_id"].null_count() > 0
-        where = f"{n_jobs - fleet} job(s)" + (" and fleet-wide" if fleet else "")
-        head.append(f"{a.findings.height} findings ({sev}) in {where}", style="bold")
+        where = n(n_jobs - fleet, "job") + (" and fleet-wide" if fleet else "")
+        console.print(
+            Text(f"{a.findings.height:,} findings ({sev}) in {where}", style="bold"), highlight=False
+        )
     else:
-        head.append("No findings.", style="green bold")
-    head.append(
-        f" · {len(a.input_reports)} file(s), {tot['total']} lines ({tot['used']} used, {tot['malformed']} malformed)"
-        f" · {jobs} jobs, {a.executions.height} executions"
+        console.print(Text("No findings.", style="green bold"), highlight=False)
+    console.print(
+        Text(
+            f"{n(len(a.input_reports), 'file')}, {n(tot['total'], 'line')} ({tot['used']:,} used,"
+            f" {tot['malformed']:,} malformed) · {n(jobs, 'job')}, {n(a.executions.height, 'execution')}",
+            style="dim",
+        ),
+        highlight=False,
     )
-    console.print(head, highlight=False)
 
 
 def _figure(kind: str, duration_ms: float | None, trigger: str | None, details: str | None) -> str:
@@ -93,11 +101,11 @@ def _figure(kind: str, duration_ms: float | None, trigger: str | None, details: 
             for key, what in (
                 ("leaseMs", "lease"),
                 ("renewalIntervalMs", "renew"),
-                ("maxRuntimeMs", "max run"),
+                ("maxRuntimeMs", "max"),
             )
             if isinstance(suggested.get(key), int | float)
         ]
-        return "suggest " + ", ".join(parts) if parts else ""
+        return ", ".join(parts)
     out = format_duration(duration_ms) if duration_ms is not None else ""
     if trigger:
         out += f"{' ' if out else ''}trigger={printable(trigger)}"
