@@ -836,3 +836,31 @@ def test_browser_a_click_on_the_overview_lists_that_time(browser: Any, tmp_path:
     assert "from=" in o.page.url and "time window 2026-11-02T10:" in o.page.inner_text("#time-window")
     o.assert_clean()
     o.page.close()
+
+
+@pytest.mark.browser
+def test_browser_keyboard_steps_through_events_and_zooms(browser: Any, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    write_report(_incident(), out)
+    o = Opened(browser, out)
+    o.page.focus("#plot-0")
+    o.page.keyboard.press("ArrowRight")
+    pinned = o.page.locator("#job-0 .pinned")
+    pinned.wait_for(timeout=5_000)
+    first = pinned.inner_text()
+    assert "job_triggered" in first and "pod-a.jsonl:2" in first  # the earliest event of report-42
+    o.page.keyboard.press("ArrowRight")
+    assert pinned.inner_text() != first and "pod-a.jsonl:" in pinned.inner_text()
+    span = (
+        "() => { const ax = document.getElementById('plot-0')._fullLayout.xaxis;"
+        " return ax.r2l(ax.range[1]) - ax.r2l(ax.range[0]); }"
+    )
+    before = o.page.evaluate(span)
+    o.page.keyboard.press("+")
+    o.page.wait_for_timeout(200)
+    assert o.page.evaluate(span) == pytest.approx(before / 2, rel=0.01)
+    o.page.keyboard.press("0")
+    o.page.wait_for_timeout(200)
+    assert o.page.evaluate(span) == pytest.approx(before, rel=0.01)
+    o.assert_clean()
+    o.page.close()

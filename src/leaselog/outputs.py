@@ -32,6 +32,7 @@ class Outputs:
     json: str | None = None  # a path, or "-" for standard output
     html: str | None = None
     parquet: str | None = None
+    command: tuple[str, ...] = ()  # the command line, shown in the HTML report's provenance
 
 
 def _why(e: OSError) -> str:
@@ -166,7 +167,9 @@ def write_outputs(a: Analysis, outputs: Outputs) -> tuple[list[str], list[str]]:
         from leaselog.render.html import write_report
 
         html = outputs.html
-        _write(failures, written, "--html", html, lambda: write_report(a, html))
+        _write(
+            failures, written, "--html", html, lambda: write_report(a, html, command=outputs.command or None)
+        )
     return written, failures
 
 

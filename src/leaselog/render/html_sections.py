@@ -31,7 +31,8 @@ def job_article(k: int, job: str, fs: list[Finding], figure: dict[str, Any]) -> 
         f'<article class="job sev-{e(worst)}" id="job-{k}" data-job="{e(job)}">'
         f'<h3>{badge(worst)} {e(job)} <span class="dim">{e(summary)}</span></h3>'
         f'<div class="plot timeline" id="plot-{k}" data-fig="{k}" style="height:{h}px"'
-        f' role="img" aria-label="lease timeline of {e(job)}"></div></article>'
+        f' role="img" tabindex="0" aria-label="lease timeline of {e(job)}; arrow keys step through its events,'
+        f' + and - zoom, 0 resets"></div></article>'
     )
 
 

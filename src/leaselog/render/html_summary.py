@@ -42,12 +42,13 @@ def _change(suggested: dict[str, Any]) -> str:
 def summary_rows(findings: pl.DataFrame, executions: pl.DataFrame, jobs: list[str]) -> list[dict[str, Any]]:
     """What the summary says of each of `jobs` (few: the first rows of the ranking)."""
     fs = findings.filter(pl.col("job_id").is_in(jobs))
-    types = dict(
+    per_job = (
         executions.filter(pl.col("job_id").is_in(jobs))
         .group_by("job_id")
-        .agg(pl.col("job_type").drop_nulls().first())
-        .iter_rows()
+        .agg(pl.col("job_type").drop_nulls().first(), (pl.col("clock") == "wall").all().alias("wall"))
     )
+    types = dict(per_job.select("job_id", "job_type").iter_rows())
+    wall = dict(per_job.select("job_id", "wall").iter_rows())
     advice_by_type: dict[str, str] = {}
     for text in findings.filter(pl.col("kind") == "lease_settings")["details"].to_list():
         d = _details(text)
@@ -94,6 +95,7 @@ def summary_rows(findings: pl.DataFrame, executions: pl.DataFrame, jobs: list[st
                 "triggers": triggers,
                 "change": advice_by_type.get(types.get(job) or "", ""),
                 "start": min(starts) if starts else None,
+                "wall": wall.get(job, True),
             }
         )
     return rows
@@ -124,7 +126,7 @@ def summary_table(rows: list[dict[str, Any]], total_jobs: int, job_index: dict[s
             f"<td class=n>{overlap}</td><td>{zombie}</td>"
             f"<td>{'<br>'.join(e(t) for t in r['triggers']) or '—'}</td>"
             f"<td>{e(r['change']) or '—'}</td>"
-            f"<td class=t>{e(when(start)) if start else '—'}</td></tr>"
+            f"<td class=t>{e(when(start, r['wall'])) if start else '—'}</td></tr>"
         )
     more = ""
     if total_jobs > len(rows):

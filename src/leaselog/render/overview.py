@@ -20,6 +20,16 @@ __all__ = ["OVERVIEW_BUCKETS", "kind_colour", "overview_figure", "overview_spec"
 OVERVIEW_BUCKETS = 240
 
 
+def _nice_step(raw: float) -> int:
+    """The smallest of 1, 2, 5, 10, 20, 50, ... at least `raw`: whole, readable tick steps."""
+    step = 1
+    while True:
+        for m in (1, 2, 5):
+            if step * m >= raw:
+                return step * m
+        step *= 10
+
+
 def _count_axis(title: str, domain: list[float], peak: int, colour: str = DIM) -> dict[str, Any]:
     """A y axis of counts: whole numbers only (no 0.25 executions), from zero."""
     return {
@@ -27,7 +37,7 @@ def _count_axis(title: str, domain: list[float], peak: int, colour: str = DIM) -
         "title": {"text": title, "font": {"size": 10, "color": colour}},
         "rangemode": "tozero",
         "tickformat": "d",
-        "dtick": max(1, -(-peak // 4)),
+        "dtick": _nice_step(peak / 4),
         "tickfont": {"color": colour},
     }
 

@@ -51,7 +51,7 @@
     return html.replace(/<br>/g, "\n").replace(/<[^>]*>/g, "")
       .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
   }
-  function pin(div, ev) {
+  function pin(div, ev, keepFocus) {
     var pt = ev.points && ev.points[0];
     if (!pt) { return; }
     var text = pt.hovertext || (pt.data && pt.data.hovertext && pt.data.hovertext[pt.pointIndex]) || "";
@@ -70,8 +70,62 @@
       div.parentNode.appendChild(box);
     }
     box.lastChild.textContent = plain(String(text));
-    box.focus({preventScroll: true});
+    if (!keepFocus) { box.focus({preventScroll: true}); }
   }
+
+  // ------------------------------------------------------------------ keyboard: step through events, zoom
+  // a focused timeline: Left/Right show the previous/next event's raw fields (the same panel a click
+  // keeps), + and - zoom the time axis around its middle, 0 resets it
+  function events(div) {
+    if (!div._events) {
+      var list = [];
+      div.data.forEach(function (t, c) {
+        if (!t.meta || t.meta.role !== "event") { return; }
+        (t.x || []).forEach(function (x, i) {
+          list.push({x: x, key: typeof x === "number" ? x : Date.parse(String(x).replace(" ", "T") + "Z"),
+                     hovertext: t.hovertext[i], curveNumber: c, pointNumber: i, axis: t.xaxis || "x"});
+        });
+      });
+      list.sort(function (a, b) { return a.key - b.key; });
+      div._events = list;
+    }
+    return div._events;
+  }
+  function zoom(div, factor) {
+    var full = div._fullLayout, update = {};
+    Object.keys(full).filter(function (k) { return /^xaxis\d*$/.test(k); }).forEach(function (k) {
+      var ax = full[k], lo = ax.r2l(ax.range[0]), hi = ax.r2l(ax.range[1]);
+      var mid = (lo + hi) / 2, half = (hi - lo) / 2 * factor;
+      update[k + ".range"] = [ax.l2r(mid - half), ax.l2r(mid + half)];
+    });
+    return Plotly.relayout(div, update);
+  }
+  document.addEventListener("keydown", function (ev) {
+    var div = ev.target;
+    if (!div.classList || !div.classList.contains("timeline") || !div.getAttribute("data-rendered")) { return; }
+    var list = events(div);
+    if ((ev.key === "ArrowRight" || ev.key === "ArrowLeft") && list.length) {
+      var i = div._step === undefined ? (ev.key === "ArrowRight" ? 0 : list.length - 1)
+        : Math.max(0, Math.min(list.length - 1, div._step + (ev.key === "ArrowRight" ? 1 : -1)));
+      div._step = i;
+      pin(div, {points: [list[i]]}, true);
+      Plotly.Fx.hover(div, [{curveNumber: list[i].curveNumber, pointNumber: list[i].pointNumber}],
+        list[i].axis === "x" ? "xy" : list[i].axis + "y" + list[i].axis.slice(1));
+    } else if (ev.key === "+" || ev.key === "=") {
+      zoom(div, 0.5);
+    } else if (ev.key === "-") {
+      zoom(div, 2);
+    } else if (ev.key === "0") {
+      var s = spec(div), update = {};
+      Object.keys(s.layout).filter(function (k) { return /^xaxis\d*$/.test(k); }).forEach(function (k) {
+        update[k + ".range"] = s.layout[k].range;
+      });
+      Plotly.relayout(div, update);
+    } else {
+      return;
+    }
+    ev.preventDefault();
+  });
 
   // ------------------------------------------------------------------ show a finding on its timeline
   function highlight(fid, scroll) {
