@@ -26,7 +26,8 @@ def failed(renewals: pl.DataFrame) -> pl.DataFrame:
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
     f = failed(ctx.renewals)
-    nxt = ctx.executions.select(
+    # (only the executions with a failed renewal are looked up: usually none or a few)
+    nxt = ctx.executions.filter(pl.col("execution_id").is_in(f["execution_id"].unique().implode())).select(
         "job_id",
         "execution_id",
         "stop_requested_at",

@@ -13,6 +13,8 @@ check before each bounded unit of work and before completing, and log when it ac
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
@@ -41,10 +43,14 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     # One line can hold several records (an OTLP export's batch): only the record of the right kind, at
     # the right moment, is taken, and at most one per line, so a finding is never repeated.
     cols = [*keys, "file", "line", "t", "event", "raw_event", "renewal_outcome", "reason"]
-    doubt_ev = events_where(ctx, pl.col("event").is_in(["lease_renewal", "ownership_lost"]), cols).unique(
-        [*keys, "file", "line", "t"], keep="first", maintain_order=True
-    )
-    work_ev = events_where(ctx, pl.col("event").is_in(WORK_EVENTS), cols).unique(
+    # only the events of the executions found are looked at (usually none or a few: then none at all)
+    ours = pl.col("execution_id").is_in(u["execution_id"].unique().implode())
+    if u.height == 0:
+        ctx = replace(ctx, events=ctx.events.clear())
+    doubt_ev = events_where(
+        ctx, ours & pl.col("event").is_in(["lease_renewal", "ownership_lost"]), cols
+    ).unique([*keys, "file", "line", "t"], keep="first", maintain_order=True)
+    work_ev = events_where(ctx, ours & pl.col("event").is_in(WORK_EVENTS), cols).unique(
         [*keys, "file", "line", "t"], keep="last", maintain_order=True
     )
     u = u.join(
@@ -71,7 +77,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         how="left",
     )
     accepted = (
-        events_where(ctx, (pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
+        events_where(ctx, ours & (pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
         .join(u.select(*keys, "ownership_uncertain_at"), on=keys, how="inner")
         .filter(pl.col("t") > pl.col("ownership_uncertain_at"))
         .group_by(keys)
