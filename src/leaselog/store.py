@@ -21,6 +21,7 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.reading.reader import InputReport
+from leaselog.version import VERSION
 
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
@@ -49,8 +50,6 @@ def _report(d: dict[str, Any]) -> InputReport:
 
 def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
     """Write `analysis` into `directory` (created if missing; a previous store there is replaced)."""
-    from leaselog import __version__
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST
@@ -64,7 +63,7 @@ def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
     manifest = {
         "store": "leaselog-analysis",
         "storeVersion": STORE_VERSION,
-        "leaselogVersion": __version__,
+        "leaselogVersion": VERSION,
         "frames": frames,
         "settings": analysis.settings.model_dump(mode="json"),
         "inputs": [_report_dict(r) for r in analysis.input_reports],
@@ -85,7 +84,7 @@ def _read_json(path: Path, folder: Path) -> Any:
 
 
 def load(directory: str | Path) -> Analysis:
-    """Read back what `Analysis.write_parquet` (or `leaselog analyze --parquet DIR`) wrote."""
+    """Read back what `write_parquet` (`leaselog.write_parquet`, `leaselog analyze --parquet DIR`) wrote."""
     from leaselog.analysis import Analysis
 
     folder = Path(directory)
@@ -95,7 +94,7 @@ def load(directory: str | Path) -> Analysis:
     if not manifest_path.is_file():
         raise StoreError(
             f"{folder}: not a leaselog analysis folder (no {MANIFEST}); "
-            "write one with `leaselog analyze LOGS --parquet DIR` or Analysis.write_parquet(DIR)"
+            "write one with `leaselog analyze LOGS --parquet DIR` or leaselog.write_parquet(analysis, DIR)"
         )
     manifest = _read_json(manifest_path, folder)
     if not isinstance(manifest, dict) or manifest.get("store") != "leaselog-analysis":
