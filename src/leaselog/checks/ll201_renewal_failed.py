@@ -26,8 +26,16 @@ def failed(renewals: pl.DataFrame) -> pl.DataFrame:
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
     f = failed(ctx.renewals)
-    nxt = ctx.executions.select(
-        "job_id", "execution_id", "stop_requested_at", "stop_requested_line", "stopped_at", "end_kind", "end"
+    # (only the executions with a failed renewal are looked up: usually none or a few)
+    nxt = ctx.executions.filter(pl.col("execution_id").is_in(f["execution_id"].unique().implode())).select(
+        "job_id",
+        "execution_id",
+        "stop_requested_at",
+        "stop_requested_line",
+        "stopped_at",
+        "end_kind",
+        # (the execution's end: `end` of the rows is the finding's)
+        pl.col("end").alias("execution_end"),
     )
     f = f.join(nxt, on=["job_id", "execution_id"], how="left")
     # a timeout or error followed by an owner-checked success that still came in time: the success proved
@@ -204,7 +212,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             pl.format(" It had requested a stop already, at {}.", moments(rows, "stop_requested_at", "clock"))
         )
         .when(pl.col("stop") == "log_ends")
-        .then(pl.format(" Its log ends at {} with no stop request.", moments(rows, "end", "clock")))
+        .then(pl.format(" Its log ends at {} with no stop request.", moments(rows, "execution_end", "clock")))
         .otherwise(pl.lit(" No stop was requested."))
     )
     return rows.select(pl.concat_str(what, stop).alias("message")).to_series()
