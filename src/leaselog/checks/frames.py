@@ -177,3 +177,19 @@ def json_object(**texts: pl.Expr) -> pl.Expr:
     for i, (name, text) in enumerate(texts.items()):
         parts += [pl.lit(("{" if i == 0 else ",") + f'"{name}":'), text]
     return pl.concat_str([*parts, pl.lit("}")]) if parts else pl.lit("{}")
+
+
+def evidence_record(file: pl.Expr, line: pl.Expr, note: pl.Expr | str | None) -> pl.Expr:
+    """One `{file, line, note}` evidence record per row: aggregate them into a finding's list (per group),
+    then keep the known ones with `known_evidence`."""
+    return pl.struct(
+        file.cast(pl.String).alias("file"),
+        line.cast(pl.Int64).alias("line"),
+        (note if isinstance(note, pl.Expr) else pl.lit(note, dtype=pl.String)).alias("note"),
+    )
+
+
+def known_evidence(records: pl.Expr) -> pl.Expr:
+    """A list of evidence records without those whose file or line is unknown, in order."""
+    field = pl.element().struct.field
+    return records.list.eval(pl.element().filter(field("file").is_not_null() & field("line").is_not_null()))

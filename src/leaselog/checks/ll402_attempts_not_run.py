@@ -18,7 +18,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import json_object, json_value
+from leaselog.checks.frames import evidence_record, json_object, json_value, known_evidence
 from leaselog.checks.phrasing import moments, text
 from leaselog.reconstruct import NEVER_RAN
 
@@ -94,18 +94,17 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             .alias("entries"),
         )
     )
-    record = pl.struct(
-        pl.col("at_file").cast(pl.String).alias("file"),
-        pl.col("at_line").cast(pl.Int64).alias("line"),
+    record = evidence_record(
+        pl.col("at_file"),
+        pl.col("at_line"),
         pl.format(
             "{} {}",
             text("execution_id"),
             pl.when(denied)
             .then(pl.lit("turned away by the lock"))
             .otherwise(pl.lit("triggered, no outcome")),
-        ).alias("note"),
+        ),
     )
-    known = pl.element().struct.field("file").is_not_null() & pl.element().struct.field("line").is_not_null()
     groups = x.group_by("job_id", "timeline", maintain_order=True).agg(
         pl.col("execution_id").alias("execution_ids"),
         pl.col("pod").drop_nulls().unique(maintain_order=True).alias("pods"),
@@ -123,7 +122,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     groups = groups.join(triggers, on=["job_id", "timeline"], how="left", maintain_order="left")
     return groups.with_columns(
-        pl.col("evidence").list.eval(pl.element().filter(known)),
+        known_evidence(pl.col("evidence")),
         pl.col("triggers").fill_null(
             pl.lit([], dtype=pl.List(pl.Struct({"trigger": pl.String, "count": pl.UInt32})))
         ),
