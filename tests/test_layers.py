@@ -8,7 +8,7 @@ the code's meaning, and an engine module naming an output type has the layers wr
 Layers, lowest first; a module imports only from its own layer or lower ones:
   engine       reading, events, values, timebase, reconstruct, checks, findings, analysis, config, schema,
                durations, vocabulary, ... (everything not listed below)
-  persistence  store (writes and loads an Analysis; it may import analysis, never the reverse)
+  persistence  store (the folder layout; loads an Analysis back; it may import analysis, never the reverse)
   output       render/ (JSON document, figures, HTML, terminal), outputs
   facade       leaselog (the package's __init__: the notebook API re-exports engine and outputs)
   apps         watch/, reproduce/

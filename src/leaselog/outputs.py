@@ -145,7 +145,7 @@ def check_outputs(
 def write_outputs(a: Analysis, outputs: Outputs) -> tuple[list[str], list[str]]:
     """Write every output; (what was written, one error line per output that could not be)."""
     from leaselog.render.document import write_json
-    from leaselog.store import write_parquet
+    from leaselog.render.parquet import write_parquet
 
     written: list[str] = []
     failures: list[str] = []
