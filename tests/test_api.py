@@ -348,13 +348,13 @@ def test_cli_keeps_the_raw_records_only_for_outputs_that_show_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    real = leaselog.analysis.analyze
+    real = leaselog.pipeline.analyze
 
     def spy(*args: object, **kwargs: object) -> leaselog.Analysis:
         seen.append(bool(kwargs["keep_fields"]))
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(leaselog.analysis, "analyze", spy)
+    monkeypatch.setattr(leaselog.pipeline, "analyze", spy)
     incident = SAMPLES / "article-incident"
     assert main(["analyze", str(incident), "--json", str(tmp_path / "f.json"), "--quiet"]) == 0
     assert main(["analyze", str(incident), "--parquet", str(tmp_path / "p"), "--quiet"]) == 0

@@ -23,9 +23,10 @@ import os
 os.environ.setdefault("_RJEM_MALLOC_CONF", "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0")
 
 from leaselog import schema  # (after the allocator setting above: it must precede polars)
-from leaselog.analysis import Analysis, analyze
+from leaselog.analysis import Analysis
 from leaselog.config import ConfigError, Settings
 from leaselog.findings import Evidence, Finding
+from leaselog.pipeline import analyze
 from leaselog.reading.sources import InputError
 from leaselog.render.document import document, write_json
 from leaselog.render.views import overview, timeline, write_html

@@ -1,29 +1,21 @@
-"""The engine behind the CLI and the notebook API: read -> events -> executions/leases -> checks -> findings.
+"""The result of an analysis (`Analysis`): its frames, findings and line accounting. The stages that make
+one (read -> events -> executions/leases -> checks -> findings) are in `leaselog.pipeline`.
 
 It imports no output: JSON, Parquet, HTML and figures are built from an `Analysis` in leaselog.render and
 leaselog.store."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import Any
 
 import polars as pl
 
-from leaselog.checks import CheckContext, run_checks
-from leaselog.config import FRIENDLY_OPTIONS, Settings
-from leaselog.events import FieldMapper, build_events, compact
-from leaselog.findings import Finding, finalize, records
-from leaselog.reading.reader import InputReport, ProgressFn, Reader
-from leaselog.reading.report import account_rejected
-from leaselog.reading.sources import InputError, expand_sources
-from leaselog.reconstruct import reconstruct
+from leaselog.config import Settings
+from leaselog.findings import Finding, records
+from leaselog.fleet import Totals
+from leaselog.reading.reader import InputReport
 from leaselog.schema import schema as documented_schema
-
-MALFORMED_SCHEMA = dict(documented_schema("malformed"))
 
 
 @dataclass(repr=False)
@@ -48,6 +40,9 @@ class Analysis:
     problems: list[str] = field(default_factory=list)
     # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
     local_time_files: dict[str, str] = field(default_factory=dict)
+    # the document's counts when the frames are not all here (a cluster run: `leaselog.spark`); None: the
+    # frames are the whole input and the counts are theirs (`counts()`)
+    totals: Totals | None = None
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
@@ -81,112 +76,15 @@ class Analysis:
             "malformed": sum(x.malformed for x in r),
         }
 
+    def counts(self) -> Totals:
+        """Events (wall-clock ones and their range), jobs and executions: `totals` when the frames are not
+        all here, else counted from them."""
+        if self.totals is not None:
+            return self.totals
+        ex = self.executions
+        jobs = int(ex["job_id"].n_unique()) if ex.height else 0
+        return Totals.of_events(self.events).with_jobs(jobs, ex.height)
+
     def job_ids(self) -> list[str]:
         """Every jobId seen, sorted."""
         return sorted(self.executions["job_id"].unique().drop_nulls().to_list())
-
-
-Duration = str | float | int
-
-
-def analyze(
-    paths: str | Path | Sequence[str | Path],
-    *,
-    config: str | Path | None = None,
-    lease_ttl: Duration | None = None,
-    max_skew: Duration | None = None,
-    stop_slo: Duration | None = None,
-    takeover_slo: Duration | None = None,
-    renewal_interval: Duration | None = None,
-    clock_offsets: Mapping[str, Duration] | None = None,
-    settings: Settings | None = None,
-    progress: ProgressFn | None = None,
-    keep_fields: bool = True,
-    **options: Any,
-) -> Analysis:
-    """Analyze log files, folders, globs (or `-` for stdin): the same engine as `leaselog analyze`.
-
-    Durations are milliseconds or strings like `"10m"`, `"30s"`, `"250ms"`:
-    `lease_ttl` (TTL when the log has no leaseMs), `max_skew` (clock-skew bound between pods), `stop_slo`,
-    `takeover_slo`, `renewal_interval`; `clock_offsets` maps a pod to an offset subtracted from its
-    timestamps (`{"pod-b": "-120ms"}`). Any other Settings field is accepted by name (`format="ecs"`,
-    `fields=...`, and the `*_ms` spellings). They apply on top of `config` (a leaselog.toml) and `settings`.
-    `keep_fields=False` leaves `events.fields` (each event's whole record as JSON, which the HTML report
-    shows on hover) null: the events frame is then about half the size.
-    Raises InputError when nothing at all could be read, TypeError for an unknown keyword.
-    """
-    from leaselog.config import load_config_file
-
-    friendly: dict[str, Any] = {
-        "lease_ttl": lease_ttl,
-        "max_skew": max_skew,
-        "stop_slo": stop_slo,
-        "takeover_slo": takeover_slo,
-        "renewal_interval": renewal_interval,
-        "clock_offsets": None if clock_offsets is None else _signed_offsets(clock_offsets),
-    }
-    unknown = sorted(set(options) - set(Settings.model_fields))
-    if unknown:
-        known = sorted([*FRIENDLY_OPTIONS, *Settings.model_fields])
-        raise TypeError(f"analyze() got unknown keyword(s) {unknown}; known: {', '.join(known)}")
-    for name, value in friendly.items():
-        if value is None:
-            continue
-        field_name = FRIENDLY_OPTIONS[name]
-        if options.get(field_name) is not None:
-            raise TypeError(f"analyze() got both {name}= and {field_name}=; give one")
-        options[field_name] = value
-
-    base: dict[str, Any] = settings.model_dump() if settings else {}
-    if config is not None:
-        base.update(load_config_file(config))
-    base.update({k: v for k, v in options.items() if v is not None})
-    s = Settings(**base)
-
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    sources, problems = expand_sources([str(p) for p in paths])
-    if not any(src.skipped is None for src in sources):  # nothing to read (same_as: read elsewhere)
-        raise InputError("; ".join(problems) or "no input named")
-    mapper = FieldMapper(s)
-    read = Reader(mapper, forced_format=s.format, progress=progress, keep_fields=keep_fields).read(sources)
-    inputs, malformed_rows, raw = read.inputs, list(read.malformed), read.raw
-    # an input error only when nothing at all was read: a gzip cut short still gave the lines before the cut
-    if all(r.error and r.used + r.ignored == 0 for r in inputs):
-        raise InputError("; ".join(f"{r.path}: {r.error}" for r in inputs))
-    # the raw string columns are as large as the typed events made from them: hold only one of the two
-    del read
-    built = build_events(raw, None, s)
-    del raw
-    if built.rejected.height:
-        account_rejected(built.rejected, built.events, inputs, malformed_rows)
-    problems = [*problems, *built.notes]
-    malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
-    events = compact(built.events)
-    built_local = built.local_time_files
-    del built
-    executions, leases, renewals = reconstruct(events, s)
-    ctx = CheckContext(events=events, executions=executions, leases=leases, renewals=renewals, settings=s)
-    findings = finalize(run_checks(ctx))
-    return Analysis(
-        events=events,
-        executions=executions,
-        leases=leases,
-        renewals=renewals,
-        findings=findings,
-        input_reports=inputs,
-        malformed=malformed,
-        settings=s,
-        problems=problems,
-        local_time_files=dict(built_local),
-    )
-
-
-def _signed_offsets(offsets: Mapping[str, Duration]) -> dict[str, float]:
-    """Per-pod clock offsets: numbers are ms, strings may be signed durations (`"-120ms"`)."""
-    from leaselog.durations import parse_signed_duration_ms
-
-    return {
-        pod: float(v) if isinstance(v, int | float) else parse_signed_duration_ms(v)
-        for pod, v in offsets.items()
-    }

@@ -167,8 +167,8 @@ def analyze(
     """
     from pydantic import ValidationError
 
-    from leaselog.analysis import analyze as run_analysis
     from leaselog.outputs import OutputError, check_outputs, write_outputs
+    from leaselog.pipeline import analyze as run_analysis
     from leaselog.render.terminal import render
 
     json_to_stdout = json_out is not None and str(json_out) == "-"

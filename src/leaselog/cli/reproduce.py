@@ -114,7 +114,7 @@ def reproduce_command(
         )
     from rich.table import Table
 
-    from leaselog.analysis import analyze as run_analysis
+    from leaselog.pipeline import analyze as run_analysis
     from leaselog.render.terminal import render
     from leaselog.reproduce import SCENARIOS, ReproduceError, ReproduceOptions, run_scenario
     from leaselog.reproduce.truth import compare

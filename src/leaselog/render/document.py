@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-import polars as pl
 
 from leaselog.findings import gc_paused, iso, json_dicts
 
@@ -28,22 +27,16 @@ def document(a: Analysis) -> dict[str, Any]:
 
 def _document(a: Analysis, findings: list[dict[str, Any]]) -> dict[str, Any]:
     """`document(a)` around the findings' JSON dicts."""
-    # the wall-clock range through the lazy engine: it scans the event frame several times faster
-    lo, hi, n_wall = (
-        a.events.lazy()
-        .filter(pl.col("clock") == "wall")
-        .select(pl.col("t").min(), pl.col("t").max().alias("hi"), pl.len())
-        .collect()
-        .row(0)
-    )
-    n = a.events.height
+    # (counted from the frames, or kept by a cluster run whose frames stay on the workers)
+    c = a.counts()
+    lo, hi, n_wall, n = c.wall_start, c.wall_end, c.wall_events, c.events
     totals = a.line_totals()
     return {
         "version": JSON_VERSION,
         "lines": totals,
         "inputs": [_input_dict(a, r) for r in a.input_reports],
-        "jobs": int(a.executions["job_id"].n_unique()) if a.executions.height else 0,
-        "executions": a.executions.height,
+        "jobs": c.jobs,
+        "executions": c.executions,
         "timeRange": {
             "start": iso(lo) if n_wall else None,
             "end": iso(hi) if n_wall else None,
