@@ -792,7 +792,7 @@ def test_browser_keyboard_dark_mode_and_pinned_details(browser: Any, tmp_path: P
     o.page.keyboard.press("Tab")
     assert o.page.evaluate("() => document.activeElement.className") == "skip"
     o.page.keyboard.press("Enter")
-    assert o.page.url.endswith("#findings")
+    o.page.wait_for_function("() => location.hash === '#findings'", timeout=15_000)
     # dark mode follows the system setting
     assert o.page.evaluate("() => getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
     # full width: the timeline uses the window, not a 1 400 px column
@@ -805,9 +805,14 @@ def test_browser_keyboard_dark_mode_and_pinned_details(browser: Any, tmp_path: P
     pt.scroll_into_view_if_needed()
     b = pt.bounding_box()
     assert b is not None
-    o.page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    o.page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    o.page.locator("#plot-0 .hoverlayer .hovertext").first.wait_for(
+        timeout=20_000
+    )  # plotly clicks what it hovers
+    o.page.mouse.down()
+    o.page.mouse.up()
     pinned = o.page.locator("#job-0 .pinned")
-    pinned.wait_for(timeout=5_000)
+    pinned.wait_for(timeout=20_000)
     assert re.search(r"pod-a\.jsonl:1[01]", pinned.inner_text())
     o.page.mouse.move(5, 5)
     assert pinned.is_visible()
@@ -846,7 +851,7 @@ def test_browser_keyboard_steps_through_events_and_zooms(browser: Any, tmp_path:
     o.page.focus("#plot-0")
     o.page.keyboard.press("ArrowRight")
     pinned = o.page.locator("#job-0 .pinned")
-    pinned.wait_for(timeout=5_000)
+    pinned.wait_for(timeout=20_000)
     first = pinned.inner_text()
     assert "job_triggered" in first and "pod-a.jsonl:2" in first  # the earliest event of report-42
     o.page.keyboard.press("ArrowRight")
