@@ -16,6 +16,7 @@ import pytest
 import leaselog
 from helpers import SAMPLES, jsonl
 from leaselog.cli import main
+from leaselog.durations import format_duration
 from leaselog.render.figures import overview_figure, timeline_figure
 from leaselog.render.html import embed_json, write_report
 from leaselog.render.overview import kind_colour
@@ -869,3 +870,30 @@ def test_browser_keyboard_steps_through_events_and_zooms(browser: Any, tmp_path:
     assert o.page.evaluate(span) == pytest.approx(before, rel=0.01)
     o.assert_clean()
     o.page.close()
+
+
+def test_markers_of_one_moment_are_spread_and_a_tiny_overlap_stays_visible(tmp_path: Path) -> None:
+    # B acquires 7 ms before A finishes, in a job drawn over ten minutes
+    rows = _run("tiny", "run-a", "pod-a", 0, 300.0, ttl_ms=299_993) + _run(
+        "tiny", "run-b", "pod-b", 299.993, 600
+    )
+    jsonl(tmp_path / "log.jsonl", rows)
+    a = leaselog.analyze(tmp_path / "log.jsonl")
+    ov = [f for f in a.finding_list if f.kind == "overlapping_executions"]
+    assert ov and ov[0].duration_ms is not None and ov[0].duration_ms < 20
+    layout = _layout(timeline_figure(a, "tiny"))
+    band = next(s for s in layout["shapes"] if s.get("name") == "overlap")
+    from datetime import datetime as dt
+
+    def ms(x: str) -> float:
+        return dt.fromisoformat(x).timestamp() * 1000
+
+    x0, x1 = layout["xaxis"]["range"]
+    assert ms(band["x1"]) - ms(band["x0"]) >= 0.004 * (ms(x1) - ms(x0))  # a few pixels wide, not 7 ms
+    size = format_duration(ov[0].duration_ms)  # labelled with its real size (≈: within the clock-skew bound)
+    assert any(re.search(f"overlap ≈?{size}", an["text"]) for an in layout["annotations"])
+    # run-a's acquire and start logged 2 ms apart: two markers, two heights on the lane
+    fig = timeline_figure(a, "tiny")
+    ys = {t.name: list(t.y) for t in fig.data if t.name in ("lock acquired", "started")}
+    assert ys["lock acquired"][0] != ys["started"][0]
+    assert abs(ys["lock acquired"][0] - ys["started"][0]) <= 0.6  # still on run-a's lane
