@@ -16,6 +16,7 @@ import pytest
 import leaselog
 from helpers import SAMPLES, jsonl
 from leaselog.cli import main
+from leaselog.durations import format_duration
 from leaselog.render.figures import overview_figure, timeline_figure
 from leaselog.render.html import embed_json, write_report
 from leaselog.render.overview import kind_colour
@@ -792,7 +793,7 @@ def test_browser_keyboard_dark_mode_and_pinned_details(browser: Any, tmp_path: P
     o.page.keyboard.press("Tab")
     assert o.page.evaluate("() => document.activeElement.className") == "skip"
     o.page.keyboard.press("Enter")
-    assert o.page.url.endswith("#findings")
+    o.page.wait_for_function("() => location.hash === '#findings'", timeout=15_000)
     # dark mode follows the system setting
     assert o.page.evaluate("() => getComputedStyle(document.body).backgroundColor") == "rgb(13, 17, 23)"
     # full width: the timeline uses the window, not a 1 400 px column
@@ -805,9 +806,14 @@ def test_browser_keyboard_dark_mode_and_pinned_details(browser: Any, tmp_path: P
     pt.scroll_into_view_if_needed()
     b = pt.bounding_box()
     assert b is not None
-    o.page.mouse.click(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    o.page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2)
+    o.page.locator("#plot-0 .hoverlayer .hovertext").first.wait_for(
+        timeout=20_000
+    )  # plotly clicks what it hovers
+    o.page.mouse.down()
+    o.page.mouse.up()
     pinned = o.page.locator("#job-0 .pinned")
-    pinned.wait_for(timeout=5_000)
+    pinned.wait_for(timeout=20_000)
     assert re.search(r"pod-a\.jsonl:1[01]", pinned.inner_text())
     o.page.mouse.move(5, 5)
     assert pinned.is_visible()
@@ -846,7 +852,7 @@ def test_browser_keyboard_steps_through_events_and_zooms(browser: Any, tmp_path:
     o.page.focus("#plot-0")
     o.page.keyboard.press("ArrowRight")
     pinned = o.page.locator("#job-0 .pinned")
-    pinned.wait_for(timeout=5_000)
+    pinned.wait_for(timeout=20_000)
     first = pinned.inner_text()
     assert "job_triggered" in first and "pod-a.jsonl:2" in first  # the earliest event of report-42
     o.page.keyboard.press("ArrowRight")
@@ -864,3 +870,30 @@ def test_browser_keyboard_steps_through_events_and_zooms(browser: Any, tmp_path:
     assert o.page.evaluate(span) == pytest.approx(before, rel=0.01)
     o.assert_clean()
     o.page.close()
+
+
+def test_markers_of_one_moment_are_spread_and_a_tiny_overlap_stays_visible(tmp_path: Path) -> None:
+    # B acquires 7 ms before A finishes, in a job drawn over ten minutes
+    rows = _run("tiny", "run-a", "pod-a", 0, 300.0, ttl_ms=299_993) + _run(
+        "tiny", "run-b", "pod-b", 299.993, 600
+    )
+    jsonl(tmp_path / "log.jsonl", rows)
+    a = leaselog.analyze(tmp_path / "log.jsonl")
+    ov = [f for f in a.finding_list if f.kind == "overlapping_executions"]
+    assert ov and ov[0].duration_ms is not None and ov[0].duration_ms < 20
+    layout = _layout(timeline_figure(a, "tiny"))
+    band = next(s for s in layout["shapes"] if s.get("name") == "overlap")
+    from datetime import datetime as dt
+
+    def ms(x: str) -> float:
+        return dt.fromisoformat(x).timestamp() * 1000
+
+    x0, x1 = layout["xaxis"]["range"]
+    assert ms(band["x1"]) - ms(band["x0"]) >= 0.004 * (ms(x1) - ms(x0))  # a few pixels wide, not 7 ms
+    size = format_duration(ov[0].duration_ms)  # labelled with its real size (≈: within the clock-skew bound)
+    assert any(re.search(f"overlap ≈?{size}", an["text"]) for an in layout["annotations"])
+    # run-a's acquire and start logged 2 ms apart: two markers, two heights on the lane
+    fig = timeline_figure(a, "tiny")
+    ys = {t.name: list(t.y) for t in fig.data if t.name in ("lock acquired", "started")}
+    assert ys["lock acquired"][0] != ys["started"][0]
+    assert abs(ys["lock acquired"][0] - ys["started"][0]) <= 0.6  # still on run-a's lane

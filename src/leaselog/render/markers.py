@@ -92,34 +92,75 @@ def event_traces(
                 f"{n_routine:,} routine markers (successful renewals, progress) thinned to every {step}th"
             )
         ev = ev.drop("_routine")
-    ev = ev.with_columns(
-        pl.col("execution_id").replace_strict(lanes, return_dtype=pl.Float64).alias("_lane"),
-        pl.lit(max(spread_us, 1), dtype=pl.Int64).alias("_spread"),
-        pl.lit(spread_us > 0).alias("_spreading"),
+    ev = (
+        ev.with_columns(
+            pl.col("execution_id").replace_strict(lanes, return_dtype=pl.Float64).alias("_lane"),
+            pl.lit(max(spread_us, 1), dtype=pl.Int64).alias("_spread"),
+            pl.lit(spread_us > 0).alias("_spreading"),
+        )
+        .sort("t", "seq")
+        .with_columns(_columns(axis))
+        .select("_key", "x", "y", "hover", "released", "outcome")
     )
-    ev = ev.sort("t", "seq").with_columns(_columns(axis)).drop("_lane", "_spread", "_spreading")
-    parts = ev.partition_by("_key", as_dict=True, include_key=False)
+    # a job's few dozen markers grouped in Python: cheaper than a frame operation per marker kind
+    parts: dict[str, _Marks] = {}
+    for key, x, y, hover, released, outcome in ev.iter_rows():
+        m = parts.setdefault(key, _Marks())
+        m.x.append(x)
+        m.y.append(y)
+        m.hover.append(hover)
+        m.released.append(released)
+        m.outcome.append(outcome)
     out: list[dict[str, Any]] = []
     for event, (legend, symbol, colour) in MARKERS.items():
-        sub = parts.get((event,))
+        sub = parts.get(event)
         if sub is None:
             continue
         colours: Any = colour
         if event == "lock_released":
-            colours = [ZOMBIE if r is False else colour for r in sub["released"].to_list()]
+            colours = [ZOMBIE if r is False else colour for r in sub.released]
         elif event == "completion":
             swap = {"duplicate": "#d4a72c", "rejected": ZOMBIE}
-            colours = [swap.get(o or "", colour) for o in sub["outcome"].to_list()]
-        out.append(_marker_trace(legend, symbol, colours, sub, size=9 if event != "job_progress" else 12))
+            colours = [swap.get(o or "", colour) for o in sub.outcome]
+        out.append(sub.trace(legend, symbol, colours, size=9 if event != "job_progress" else 12))
     for variant, colour in RENEWAL_COLOUR.items():
-        sub = parts.get((f"renewal:{variant}",))
+        sub = parts.get(f"renewal:{variant}")
         if sub is not None:
             name = "renewal: late success" if variant == "late" else f"renewal: {variant}"
-            out.append(_marker_trace(name, "circle", colour, sub, size=8))
-    other = parts.get(("renewal:",))
+            out.append(sub.trace(name, "circle", colour, size=8))
+    other = parts.get("renewal:")
     if other is not None:
-        out.append(_marker_trace("renewal: other", "circle-open", DIM, other, size=8))
+        out.append(other.trace("renewal: other", "circle-open", DIM, size=8))
     return out
+
+
+class _Marks:
+    """The markers of one trace, gathered a row at a time."""
+
+    def __init__(self) -> None:
+        self.x: list[Any] = []
+        self.y: list[float] = []
+        self.hover: list[str] = []
+        self.released: list[bool | None] = []
+        self.outcome: list[str | None] = []
+
+    def trace(self, name: str, symbol: str, colour: Any, size: int) -> dict[str, Any]:
+        return {
+            "type": "scatter",
+            "mode": "markers",
+            "name": name,
+            "x": self.x,
+            "y": self.y,
+            "hovertext": self.hover,
+            "hoverinfo": "text",
+            "marker": {
+                "symbol": symbol,
+                "color": colour,
+                "size": size,
+                "line": {"color": "white", "width": 1},
+            },
+            "meta": {"role": "event"},
+        }
 
 
 _DETAIL_COLUMNS = (
@@ -191,20 +232,6 @@ def _columns(axis: Axis) -> list[pl.Expr]:
             fields.fill_null(""),
         ).alias("hover"),
     ]
-
-
-def _marker_trace(name: str, symbol: str, colour: Any, sub: pl.DataFrame, size: int) -> dict[str, Any]:
-    return {
-        "type": "scatter",
-        "mode": "markers",
-        "name": name,
-        "x": sub["x"].to_list(),
-        "y": sub["y"].to_list(),
-        "hovertext": sub["hover"].to_list(),
-        "hoverinfo": "text",
-        "marker": {"symbol": symbol, "color": colour, "size": size, "line": {"color": "white", "width": 1}},
-        "meta": {"role": "event"},
-    }
 
 
 def finding_y(k: int) -> float:
