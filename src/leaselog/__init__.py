@@ -29,8 +29,9 @@ from leaselog.findings import Evidence, Finding
 from leaselog.pipeline import analyze
 from leaselog.reading.sources import InputError
 from leaselog.render.document import document, write_json
+from leaselog.render.parquet import write_parquet
 from leaselog.render.views import overview, timeline, write_html
-from leaselog.store import StoreError, load, write_parquet
+from leaselog.store import StoreError, load
 from leaselog.version import VERSION
 
 __all__ = [

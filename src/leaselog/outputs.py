@@ -32,6 +32,7 @@ class Outputs:
     json: str | None = None  # a path, or "-" for standard output
     html: str | None = None
     parquet: str | None = None
+    command: tuple[str, ...] = ()  # the command line, shown in the HTML report's provenance
 
 
 def _why(e: OSError) -> str:
@@ -144,7 +145,7 @@ def check_outputs(
 def write_outputs(a: Analysis, outputs: Outputs) -> tuple[list[str], list[str]]:
     """Write every output; (what was written, one error line per output that could not be)."""
     from leaselog.render.document import write_json
-    from leaselog.store import write_parquet
+    from leaselog.render.parquet import write_parquet
 
     written: list[str] = []
     failures: list[str] = []
@@ -166,7 +167,9 @@ def write_outputs(a: Analysis, outputs: Outputs) -> tuple[list[str], list[str]]:
         from leaselog.render.html import write_report
 
         html = outputs.html
-        _write(failures, written, "--html", html, lambda: write_report(a, html))
+        _write(
+            failures, written, "--html", html, lambda: write_report(a, html, command=outputs.command or None)
+        )
     return written, failures
 
 

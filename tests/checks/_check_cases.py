@@ -6,12 +6,19 @@ evidence line numbers stay those of the file):
 Each expected finding lists keys of the JSON contract (`durationMs`, `trigger`, `certainty`, ...), dotted
 `details.*` keys, and `messageContains` (substrings). Findings of the case's code are compared in time
 order; numbers match exactly (a count off by one fails).
+
+`"expect": {"rows": [{...}]}` asserts on the check's detected rows (`check.detect(ctx)`, in the order detect
+gives them, before any phrasing): each expected row lists columns of the frame by name (`duration_ms`,
+`execution_ids`, `trigger`, the check's own figure columns...), `details` (an object: every key, in order)
+or dotted `details.*` keys, and `evidence` (a list of `{file?, line, note}`; `file` defaults to the case's).
+Moments are ISO strings (`"2025-06-12T09:14:03.4Z"`); numbers match exactly.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +35,11 @@ class Case:
     @property
     def expected_count(self) -> int:
         return int(self.header["expect"]["count"])
+
+    @property
+    def expected_rows(self) -> list[dict[str, Any]] | None:
+        rows = self.header["expect"].get("rows")
+        return None if rows is None else list(rows)
 
     @property
     def options(self) -> dict[str, Any]:
@@ -55,7 +67,27 @@ def lookup(d: dict[str, Any], dotted: str) -> Any:
     return cur
 
 
+def row_values(row: dict[str, Any]) -> dict[str, Any]:
+    """A detected row as fixtures spell it: `details` (JSON text) as an object (absent when null)."""
+    out = dict(row)
+    details = out.get("details")
+    if isinstance(details, str):
+        out["details"] = json.loads(details)
+    elif details is None:
+        out.pop("details", None)
+    return out
+
+
 def matches(actual: Any, expected: Any) -> bool:
+    if isinstance(actual, datetime) and isinstance(expected, str):
+        return actual == datetime.fromisoformat(expected)
+    if isinstance(expected, dict):
+        # every key, in order (the order is the JSON output's)
+        return (
+            isinstance(actual, dict)
+            and list(actual) == list(expected)
+            and all(matches(actual[k], v) for k, v in expected.items())
+        )
     if isinstance(expected, bool) or expected is None:
         return actual is expected or actual == expected
     if isinstance(expected, int | float) and isinstance(actual, int | float):

@@ -6,9 +6,10 @@ import json
 from typing import Any
 
 import pytest
-from _check_cases import Case, load_cases, lookup, matches
+from _check_cases import Case, load_cases, lookup, matches, row_values
 
 import leaselog
+from leaselog.checks import BY_CODE, CheckContext
 
 CASES = load_cases()
 
@@ -50,9 +51,34 @@ def test_check_case(case: Case) -> None:
             assert matches(actual, value), f"{case.id}: {key} = {actual!r}, expected {value!r}"
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_detected_rows(case: Case) -> None:
+    """The check's detected rows, before phrasing: one per finding (the contract's columns even when
+    none), and the figures a case expects exactly."""
+    a = leaselog.analyze(case.path, **case.options)
+    ctx = CheckContext(
+        events=a.events, executions=a.executions, leases=a.leases, renewals=a.renewals, settings=a.settings
+    )
+    rows = BY_CODE[case.code].detect(ctx)
+    assert {"job_id", "execution_ids"} <= set(rows.columns), rows.columns
+    assert rows.height == case.expected_count, rows
+    want_rows = case.expected_rows
+    if want_rows is None:
+        return
+    assert len(want_rows) <= rows.height, case.id
+    for i, (row, want) in enumerate(zip(rows.iter_rows(named=True), want_rows, strict=False)):
+        got = row_values(row)
+        for key, value in want.items():
+            if key == "evidence":
+                value = [{"file": str(case.path), **e} for e in value]
+            actual = lookup(got, key)
+            assert matches(actual, value), f"{case.id} row {i}: {key} = {actual!r}, expected {value!r}"
+
+
 def test_every_case_has_a_header_with_a_count() -> None:
     assert CASES, "no check cases found"
     for c in CASES:
         assert isinstance(c.header.get("case"), str) and c.header["case"], c.id
         assert c.expected_count >= 0
         assert len(c.header["expect"].get("findings", [])) <= c.expected_count, c.id
+        assert len(c.expected_rows or []) <= c.expected_count, c.id

@@ -177,3 +177,13 @@ def handover_skew_columns(
         .otherwise(format_columns(_SKEW_CONTRADICTED, **names))
     )
     return [parts["bound"].alias("skew_bound"), parts.select(note.alias("skew_note")).to_series()]
+
+
+def handover_skew_bound(
+    earlier_pod: str, later_pod: str, gap_ms: str, confirm_latency_ms: str, where: pl.Expr
+) -> pl.Expr:
+    """The `skew_bound` of `handover_skew_columns` as an expression (no prose): gap + the confirming call's
+    latency where `where` holds, the gap is known and the two pods are known and differ; else null."""
+    earlier, later, gap = pl.col(earlier_pod), pl.col(later_pod), pl.col(gap_ms)
+    proves = where & gap.is_not_null() & earlier.is_not_null() & later.is_not_null() & (earlier != later)
+    return pl.when(proves.fill_null(False)).then(gap + pl.col(confirm_latency_ms).fill_null(0.0))

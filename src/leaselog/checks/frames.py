@@ -153,3 +153,43 @@ def timedelta_ms(delta: pl.Expr) -> pl.Expr:
         lambda s: pl.Series(s.name, s.cast(pl.Float64).to_numpy() / 1_000_000 * 1000).fill_nan(None),
         return_dtype=pl.Float64,
     )
+
+
+def isoformat(e: pl.Expr) -> pl.Expr:
+    """`datetime.isoformat()` of a UTC moment, as the JSON details of a finding carry one: seconds, then
+    microseconds only when there are any, then `+00:00` (null stays null)."""
+    return (
+        pl.when(e.dt.microsecond() == 0)
+        .then(e.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"))
+        .otherwise(e.dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"))
+    )
+
+
+def json_value(e: pl.Expr) -> pl.Expr:
+    """`e`'s value as JSON text (a string quoted and escaped, a list as an array), as `details()` writes it."""
+    return pl.struct(e.alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")
+
+
+def json_object(**texts: pl.Expr) -> pl.Expr:
+    """A JSON object from fields that are already JSON text (`json_value`, or an object built from data,
+    whose keys `details()` cannot type), in the order given."""
+    parts: list[pl.Expr] = []
+    for i, (name, text) in enumerate(texts.items()):
+        parts += [pl.lit(("{" if i == 0 else ",") + f'"{name}":'), text]
+    return pl.concat_str([*parts, pl.lit("}")]) if parts else pl.lit("{}")
+
+
+def evidence_record(file: pl.Expr, line: pl.Expr, note: pl.Expr | str | None) -> pl.Expr:
+    """One `{file, line, note}` evidence record per row: aggregate them into a finding's list (per group),
+    then keep the known ones with `known_evidence`."""
+    return pl.struct(
+        file.cast(pl.String).alias("file"),
+        line.cast(pl.Int64).alias("line"),
+        (note if isinstance(note, pl.Expr) else pl.lit(note, dtype=pl.String)).alias("note"),
+    )
+
+
+def known_evidence(records: pl.Expr) -> pl.Expr:
+    """A list of evidence records without those whose file or line is unknown, in order."""
+    field = pl.element().struct.field
+    return records.list.eval(pl.element().filter(field("file").is_not_null() & field("line").is_not_null()))

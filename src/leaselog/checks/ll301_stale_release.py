@@ -12,24 +12,17 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import events_where
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import events_where, evidence, one_or_two
 from leaselog.checks.phrasing import moments, text
-from leaselog.findings import NO_LINE, Evidence, Finding, Severity
-
-CODE = "LL301"
-KIND = "stale_release"
-SEVERITY: Severity = "warning"
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     rel = events_where(
         ctx,
         (pl.col("event") == "lock_released") & (pl.col("released") == False),  # noqa: E712
         ["job_id", "execution_id", "pod", "clock", "t", "raw_event", "file", "line", "seq"],
     )
-    if rel.height == 0:
-        return []
     # only the leases of the jobs released this way matter (a few of the hundreds of thousands)
     leases = ctx.leases.filter(pl.col("job_id").is_in(rel["job_id"].implode()))
     holders = leases.select(
@@ -57,14 +50,35 @@ def check(ctx: CheckContext) -> list[Finding]:
         pl.lit(None, dtype=pl.String).alias("holder")
     )
     rows = pl.concat([found, missing], how="diagonal_relaxed").sort("seq")
+    held = pl.col("holder").is_not_null()
+    return rows.with_columns(
+        pl.when(held)
+        .then(pl.concat_list("execution_id", "holder"))
+        .otherwise(pl.concat_list("execution_id"))
+        .alias("execution_ids"),
+        pl.when(held).then(one_or_two("pod", "holder_pod")).otherwise(pl.concat_list("pod")).alias("pods"),
+        pl.col("t").alias("start"),
+        pl.col("t").alias("end"),
+        evidence(
+            (pl.col("file"), pl.col("line"), "release deleted nothing"),
+            (pl.when(held).then(pl.col("holder_file")), pl.col("holder_line"), "current owner acquired"),
+        ).alias("evidence"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     ck, raw = "clock", pl.col("raw_event")
-    expired = moments(rows, "expires_at", ck)
+    rows = rows.with_columns(
+        moments(rows, "t", ck).alias("t_when"),
+        moments(rows, "expires_at", ck).alias("expired_when"),
+        moments(rows, "holder_acquired", ck).alias("holder_when"),
+    )
     base = pl.format(
         "{} ({}) released {} at {} and deleted nothing{}",
         text("execution_id"),
         text("pod"),
         text("job_id"),
-        moments(rows, "t", ck),
+        "t_when",
         pl.when((raw != "") & (raw != "lock_released")).then(pl.format(" ({})", raw)).otherwise(pl.lit("")),
     )
     message = (
@@ -76,7 +90,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 base,
                 text("holder"),
                 text("holder_pod"),
-                moments(rows, "holder_acquired", ck),
+                "holder_when",
                 text("holder"),
                 text("execution_id"),
             )
@@ -89,7 +103,7 @@ def check(ctx: CheckContext) -> list[Finding]:
                 "not in these logs (a failover that lost it, an eviction, a manual delete). Whatever ran "
                 "after that point ran without the lock.",
                 base,
-                expired,
+                "expired_when",
             )
         )
         .otherwise(
@@ -98,62 +112,12 @@ def check(ctx: CheckContext) -> list[Finding]:
                 "that moment. The work before this release ran without the lock.",
                 base,
                 pl.when(pl.col("expires_at").is_not_null())
-                .then(pl.format(" at {}", expired))
+                .then(pl.format(" at {}", "expired_when"))
                 .otherwise(pl.lit("")),
             )
         )
     )
-    rows = rows.with_columns(message.alias("message"))
-    out: list[Finding] = []
-    for (
-        job_id,
-        execution_id,
-        pod,
-        t,
-        file,
-        line,
-        holder,
-        holder_pod,
-        holder_file,
-        holder_line,
-        message_text,
-    ) in zip(*(rows[c].to_list() for c in _USED), strict=True):
-        ids: tuple[str, ...] = (execution_id,)
-        pods: tuple[str, ...] = (pod,)
-        owner: tuple[str | None, int | None, str | None] = NO_LINE
-        if holder is not None:
-            ids += (holder,)
-            pods = tuple(dict.fromkeys([*pods, holder_pod]))
-            owner = (holder_file, holder_line, "current owner acquired")
-        evidence = Evidence.known((file, line, "release deleted nothing"), owner)
-        out.append(
-            Finding.of(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=job_id,
-                execution_ids=ids,
-                pods=pods,
-                start=t,
-                end=t,
-                message=message_text,
-                evidence=evidence,
-            )
-        )
-    return out
+    return rows.select(message.alias("message")).to_series()
 
 
-# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
-_USED = [
-    "job_id",
-    "execution_id",
-    "pod",
-    "t",
-    "file",
-    "line",
-    "holder",
-    "holder_pod",
-    "holder_file",
-    "holder_line",
-    "message",
-]
+CHECK = Check("LL301", "stale_release", "warning", detect, explain)

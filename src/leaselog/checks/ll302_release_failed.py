@@ -14,28 +14,21 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import ev, events_where, ms_expr
-from leaselog.checks.phrasing import when
-from leaselog.durations import format_duration
-from leaselog.findings import Finding
-
-CODE = "LL302"
-KIND = "release_failed"
-SEVERITY = "warning"
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import details, events_where, evidence, ms_expr
+from leaselog.checks.phrasing import durations, moments, text
 
 _OK = ["success", "ok", "deleted", "released", "true", "1"]
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     rel = events_where(
         ctx,
         (pl.col("event") == "lock_released")
         & pl.col("release_outcome").is_not_null()
         & ~pl.col("release_outcome").is_in(_OK),
+        ["job_id", "execution_id", "pod", "clock", "t", "release_outcome", "file", "line", "seq"],
     )
-    if rel.height == 0:
-        return []
     rel = (
         rel.join(
             ctx.executions.select("job_id", "execution_id", "expires_at"),
@@ -45,40 +38,63 @@ def check(ctx: CheckContext) -> list[Finding]:
         .with_columns(ms_expr("t", "expires_at").alias("held_ms"))
         .sort("seq")
     )
-    out: list[Finding] = []
-    for r in rel.iter_rows(named=True):
-        ck = r["clock"]
-        outcome = r["release_outcome"]
-        verb = {"timeout": "timed out", "timed_out": "timed out"}.get(outcome, f"failed ({outcome})")
-        message = (
-            f"{r['execution_id']} ({r['pod']}) tried to release {r['job_id']} at {when(r['t'], ck)} and the "
-            f"release {verb}"
-        )
-        if r["held_ms"] is not None and r["held_ms"] > 0:
-            message += (
-                f": its lease may stay in Redis until it expires at {when(r['expires_at'], ck)}, keeping the "
-                f"next owner out for up to {format_duration(r['held_ms'])}"
+    # the lease may keep the key until it expires (when it had not expired yet)
+    held = (pl.col("held_ms") > 0).fill_null(False)
+    outcome = pl.col("release_outcome")
+    timed_out = outcome.is_in(["timeout", "timed_out"])
+    return rel.with_columns(
+        held.alias("held"),
+        timed_out.alias("timed_out"),
+        pl.concat_list("execution_id").alias("execution_ids"),
+        pl.concat_list("pod").alias("pods"),
+        pl.col("t").alias("start"),
+        pl.when(held).then(pl.col("expires_at")).otherwise(pl.col("t")).alias("end"),
+        pl.when(held).then(pl.col("held_ms")).alias("duration_ms"),
+        evidence(
+            (
+                pl.col("file"),
+                pl.col("line"),
+                pl.when(timed_out)
+                .then(pl.lit("release timed out"))
+                .otherwise(pl.format("release failed ({})", outcome)),
             )
-        else:
-            message += ": whether the key was deleted is unknown"
-        message += (
-            ". Unlike a stale release, nothing here proves the key was someone else's. Record the cleanup "
-            "failure separately without hiding the job's own outcome."
-        )
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"],),
-                pods=(r["pod"],),
-                start=r["t"],
-                end=r["expires_at"] if r["held_ms"] is not None and r["held_ms"] > 0 else r["t"],
-                duration_ms=r["held_ms"] if r["held_ms"] is not None and r["held_ms"] > 0 else None,
-                message=message,
-                evidence=tuple(ev(r["file"], r["line"], f"release {verb}")),
-                details={"outcome": outcome},
+        ).alias("evidence"),
+        details(outcome=outcome).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    rows = rows.with_columns(
+        moments(rows, "t", "clock").alias("t_when"),
+        moments(rows, "expires_at", "clock").alias("expires_when"),
+        durations(rows["held_ms"]).alias("held_text"),
+    )
+    verb = (
+        pl.when("timed_out")
+        .then(pl.lit("timed out"))
+        .otherwise(pl.format("failed ({})", text("release_outcome")))
+    )
+    return rows.select(
+        pl.format(
+            "{} ({}) tried to release {} at {} and the release {}{}. Unlike a stale release, nothing here proves "
+            "the key was someone else's. Record the cleanup failure separately without hiding the job's own "
+            "outcome.",
+            text("execution_id"),
+            text("pod"),
+            text("job_id"),
+            "t_when",
+            verb,
+            pl.when("held")
+            .then(
+                pl.format(
+                    ": its lease may stay in Redis until it expires at {}, keeping the next owner out for up to {}",
+                    "expires_when",
+                    "held_text",
+                )
             )
-        )
-    return out
+            .otherwise(pl.lit(": whether the key was deleted is unknown")),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL302", "release_failed", "warning", detect, explain)

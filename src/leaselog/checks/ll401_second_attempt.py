@@ -20,16 +20,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.certainty import certainty_columns, handover_skew_columns, skew_details
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import at_file, ms_expr
+from leaselog.checks.certainty import certainty_columns, handover_skew_bound, handover_skew_columns
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import at_file, evidence, ms_expr, one_or_two, skew_details
 from leaselog.checks.phrasing import durations, moments, text
-from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 from leaselog.reconstruct import NEVER_RAN
-
-CODE = "LL401"
-KIND = "second_attempt"
-SEVERITY: Severity = "warning"
 
 TRIGGERS = ("redelivery", "duplicate_publish", "scheduler", "retry", "poll", "unknown")
 _RETRY = ["retry", "retried", "retrying", "backoff"]
@@ -241,160 +236,143 @@ def _why() -> pl.Expr:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
-    found = attempts(ctx.executions, ctx.leases).with_columns(
-        # how far to trust the time since the earlier lease expired: the same for every row, so as columns
-        *certainty_columns(
-            pl.col("since_expiry_ms").abs(), ("pod", "pod_new"), ("clock", "clock_new"), ctx.settings
-        ),
-        _missing_fields().alias("missing"),
-    )
-    if found.height == 0:
-        return []
-    old, new = text("execution_id"), text("execution_id_new")
+def _handover() -> pl.Expr:
+    """Where the handover's skew bound is read: a time since the earlier lease's expiry, both pods on the
+    wall clock."""
     since = pl.col("since_expiry_ms")
-    # moments, durations and the skew bound a handover proves (only with the earlier lease's expiry and
-    # both pods on the wall clock), one column each
+    return since.is_not_null() & (pl.col("clock") == "wall") & (pl.col("clock_new") == "wall")
+
+
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    found = attempts(ctx.executions, ctx.leases)
+    since = pl.col("since_expiry_ms")
+    # the later attempt's pickup line, and its acquire when that is another line
+    picked_file_new = at_file("triggered", "first", suffix="_new")
+    picked_line_new = pl.coalesce("triggered_line_new", "first_line_new")
+    acquire_is_pickup = pl.col("acquired_file_new").eq_missing(picked_file_new) & pl.col(
+        "acquired_line_new"
+    ).eq_missing(picked_line_new)
     found = found.with_columns(
-        moments(found, "acquired_at_new", "clock_new").alias("acquired_when"),
-        moments(found, "valid_until", "clock").alias("expired_when"),
-        moments(found, "denied_at_new", "clock_new").alias("denied_when"),
-        moments(found, "end", "clock").alias("end_when"),
-        durations(found["since_expiry_ms"].abs()).alias("since_text"),
-        *handover_skew_columns(
-            found,
-            "pod",
-            "pod_new",
-            "since_expiry_ms",
-            "confirm_latency_ms",
-            where=since.is_not_null() & (pl.col("clock") == "wall") & (pl.col("clock_new") == "wall"),
+        # how far to trust the time since the earlier lease expired
+        *certainty_columns(since.abs(), ("pod", "pod_new"), ("clock", "clock_new"), ctx.settings),
+        _missing_fields().alias("missing"),
+        handover_skew_bound("pod", "pod_new", "since_expiry_ms", "confirm_latency_ms", _handover()).alias(
+            "skew_bound"
         ),
     )
-    message = pl.concat_str(
-        pl.format(
-            "{} ({}) is attempt {} at {}, after {} ({}). Trigger: {}.",
-            new,
-            text("pod_new"),
-            (pl.col("earlier_attempts") + 1).cast(pl.String),
-            text("job_id"),
-            old,
-            text("pod"),
-            _why(),
-        ),
-        pl.when(since >= 0)
-        .then(
-            pl.format(
-                " It acquired the lock at {}, {} after {}'s lease ended at {}: lease expiry explains why it "
-                "could acquire, the trigger explains why it tried.",
-                "acquired_when",
-                "since_text",
-                old,
-                "expired_when",
-            )
-        )
-        .when(since < 0)
-        .then(
-            # no duration "since" an expiry that had not happened: name the situation instead
-            pl.format(
-                " It acquired the lock at {} while {}'s lease was still valid (until {}, {} later): two "
-                "leases at once (see concurrent_leases), so no lease expiry explains why it could acquire; "
-                "the trigger explains why it tried.",
-                "acquired_when",
-                old,
-                "expired_when",
-                "since_text",
-            )
-        )
-        .when(pl.col("denied_at_new").is_not_null())
-        .then(pl.format(" It was denied the lock at {}: the lease still held it.", "denied_when"))
-        .otherwise(pl.lit("")),
-        pl.col("skew_note"),
-        pl.when("earlier_still_running")
-        .then(pl.format(" {} was still running then (until {}).", old, "end_when"))
-        .otherwise(pl.lit("")),
-        # how far to trust the time since the expiry (nothing to trust without one)
-        pl.when(since.is_null()).then(pl.lit("")).otherwise("caveat"),
-    )
-    found = found.with_columns(
-        message.alias("message"),
-        at_file("triggered", "first").alias("picked_file"),
-        pl.coalesce("triggered_line", "first_line").alias("picked_line"),
-        at_file("triggered", "first", suffix="_new").alias("picked_file_new"),
-        pl.coalesce("triggered_line_new", "first_line_new").alias("picked_line_new"),
+    # never negative: an acquisition before the earlier lease ended has no time "since"
+    after = pl.when(since >= 0).then(since)
+    fields = {
+        "attemptNumber": pl.col("earlier_attempts") + 1,
+        "sameMessage": pl.col("same_message"),
+        "missingFields": pl.when(pl.col("trigger_path") == "unknown")
+        .then(pl.col("missing"))
+        .otherwise(pl.lit([], dtype=pl.List(pl.String))),
+    }
+    bound = pl.col("skew_bound")
+    # `start`/`end`/`trigger` of the rows are the finding's; the earlier attempt's are `*_old`
+    return found.rename({"start": "start_old", "end": "end_old", "trigger": "trigger_old"}).with_columns(
+        pl.concat_list("execution_id", "execution_id_new").alias("execution_ids"),
+        one_or_two("pod", "pod_new").alias("pods"),
+        pl.col("start_new").alias("start"),
+        pl.col("start_new").alias("end"),
+        after.alias("duration_ms"),
         # with no time since the expiry there is nothing to be uncertain about
         pl.when(since.is_null()).then(pl.lit("certain")).otherwise("certainty").alias("certainty"),
-    )
-    out: list[Finding] = []
-    for (
-        job_id, path, n, same, since_ms, still_running, end_kind, certainty, old_id, pod, new_id, pod_new,
-        start_new, message, skew_bound, missing,
-        picked_file, picked_line, picked_file_new, picked_line_new, acquired_file_new, acquired_line_new,
-    ) in zip(*(found[c].to_list() for c in _USED), strict=True):  # fmt: skip
-        # the acquire is cited when it is not the pickup line already cited
-        acquires = (acquired_file_new, acquired_line_new)
-        evidence = Evidence.known(
-            (picked_file, picked_line, f"{old_id} picked up"),
-            (picked_file_new, picked_line_new, f"{new_id} picked up"),
-            (*acquires, f"{new_id} acquires") if acquires != (picked_file_new, picked_line_new) else NO_LINE,
-        )
-        out.append(
-            Finding.of(
-                kind=KIND,
-                code=CODE,
-                # a second attempt after the first ended cleanly is an explanation, not a problem
-                severity=SEVERITY if still_running or end_kind == "open" else "info",
-                certainty=certainty,
-                job_id=job_id,
-                execution_ids=(old_id, new_id),
-                pods=(pod,) if pod == pod_new else (pod, pod_new),
-                start=start_new,
-                end=start_new,
-                # never negative: an acquisition before the earlier lease ended has no time "since"
-                duration_ms=since_ms if since_ms is not None and since_ms >= 0 else None,
-                trigger=path,
-                message=message,
-                evidence=evidence,
-                details={
-                    "sincePreviousLeaseExpiryMs": since_ms
-                    if since_ms is not None and since_ms >= 0
-                    else None,
-                    **(
-                        {"acquiredBeforeLeaseEndMs": -since_ms}
-                        if since_ms is not None and since_ms < 0
-                        else {}
-                    ),
-                    "attemptNumber": n + 1,
-                    "sameMessage": same,
-                    "missingFields": missing if path == "unknown" else [],
-                    **skew_details(skew_bound),
-                },
+        # a second attempt after the first ended cleanly is an explanation, not a problem
+        pl.when(pl.col("earlier_still_running") | (pl.col("end_kind") == "open").fill_null(False))
+        .then(pl.lit(CHECK.severity))
+        .otherwise(pl.lit("info"))
+        .alias("severity"),
+        pl.col("trigger_path").alias("trigger"),
+        evidence(
+            (
+                at_file("triggered", "first"),
+                pl.coalesce("triggered_line", "first_line"),
+                pl.format("{} picked up", text("execution_id")),
+            ),
+            (picked_file_new, picked_line_new, pl.format("{} picked up", text("execution_id_new"))),
+            # the acquire is cited when it is not the pickup line already cited
+            (
+                pl.when(acquire_is_pickup)
+                .then(pl.lit(None, dtype=pl.String))
+                .otherwise(pl.col("acquired_file_new")),
+                pl.col("acquired_line_new"),
+                pl.format("{} acquires", text("execution_id_new")),
+            ),
+        ).alias("evidence"),
+        pl.when(since < 0)
+        .then(
+            skew_details(
+                bound,
+                sincePreviousLeaseExpiryMs=pl.lit(None, dtype=pl.Float64),
+                acquiredBeforeLeaseEndMs=-since,
+                **fields,
             )
         )
-    return out
+        .otherwise(skew_details(bound, sincePreviousLeaseExpiryMs=after, **fields))
+        .alias("details"),
+    )
 
 
-# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
-_USED = [
-    "job_id",
-    "trigger_path",
-    "earlier_attempts",
-    "same_message",
-    "since_expiry_ms",
-    "earlier_still_running",
-    "end_kind",
-    "certainty",
-    "execution_id",
-    "pod",
-    "execution_id_new",
-    "pod_new",
-    "start_new",
-    "message",
-    "skew_bound",
-    "missing",
-    "picked_file",
-    "picked_line",
-    "picked_file_new",
-    "picked_line_new",
-    "acquired_file_new",
-    "acquired_line_new",
-]
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    old, new = text("execution_id"), text("execution_id_new")
+    since = pl.col("since_expiry_ms")
+    rows = rows.with_columns(
+        moments(rows, "acquired_at_new", "clock_new").alias("acquired_when"),
+        moments(rows, "valid_until", "clock").alias("expired_when"),
+        moments(rows, "denied_at_new", "clock_new").alias("denied_when"),
+        moments(rows, "end_old", "clock").alias("end_when"),
+        durations(rows["since_expiry_ms"].abs()).alias("since_text"),
+        *handover_skew_columns(rows, "pod", "pod_new", "since_expiry_ms", "confirm_latency_ms", _handover()),
+    )
+    return rows.select(
+        pl.concat_str(
+            pl.format(
+                "{} ({}) is attempt {} at {}, after {} ({}). Trigger: {}.",
+                new,
+                text("pod_new"),
+                (pl.col("earlier_attempts") + 1).cast(pl.String),
+                text("job_id"),
+                old,
+                text("pod"),
+                _why(),
+            ),
+            pl.when(since >= 0)
+            .then(
+                pl.format(
+                    " It acquired the lock at {}, {} after {}'s lease ended at {}: lease expiry explains why it "
+                    "could acquire, the trigger explains why it tried.",
+                    "acquired_when",
+                    "since_text",
+                    old,
+                    "expired_when",
+                )
+            )
+            .when(since < 0)
+            .then(
+                # no duration "since" an expiry that had not happened: name the situation instead
+                pl.format(
+                    " It acquired the lock at {} while {}'s lease was still valid (until {}, {} later): two "
+                    "leases at once (see concurrent_leases), so no lease expiry explains why it could acquire; "
+                    "the trigger explains why it tried.",
+                    "acquired_when",
+                    old,
+                    "expired_when",
+                    "since_text",
+                )
+            )
+            .when(pl.col("denied_at_new").is_not_null())
+            .then(pl.format(" It was denied the lock at {}: the lease still held it.", "denied_when"))
+            .otherwise(pl.lit("")),
+            pl.col("skew_note"),
+            pl.when("earlier_still_running")
+            .then(pl.format(" {} was still running then (until {}).", old, "end_when"))
+            .otherwise(pl.lit("")),
+            # how far to trust the time since the expiry (nothing to trust without one)
+            pl.when(since.is_null()).then(pl.lit("")).otherwise("caveat"),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL401", "second_attempt", "warning", detect, explain)

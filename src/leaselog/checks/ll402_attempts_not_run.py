@@ -15,18 +15,12 @@ One `info` finding per job, summarising its attempts that never ran (never one p
 
 from __future__ import annotations
 
-from collections import Counter
-
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.phrasing import when
-from leaselog.findings import Evidence, Finding, Severity
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import evidence_record, json_object, json_value, known_evidence
+from leaselog.checks.phrasing import moments, text
 from leaselog.reconstruct import NEVER_RAN
-
-CODE = "LL402"
-KIND = "attempts_not_run"
-SEVERITY: Severity = "info"
 
 MAX_NAMED = 10  # attempts and holders named in a message (the finding lists every execution id)
 MAX_EVIDENCE = (
@@ -83,87 +77,121 @@ def not_run(executions: pl.DataFrame) -> pl.DataFrame:
     return x.join(held, on="_row", how="left").drop("_row").sort("job_id", "timeline", "at", "execution_id")
 
 
-def _names(ids: list[str]) -> str:
-    shown = ", ".join(ids[:MAX_NAMED])
-    return shown + (f" and {len(ids) - MAX_NAMED} more" if len(ids) > MAX_NAMED else "")
-
-
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     x = not_run(ctx.executions)
-    if x.height == 0:
-        return []
-    groups = x.group_by("job_id", "timeline", maintain_order=True).agg(
-        pl.col("execution_id"),
-        pl.col("pod"),
-        pl.col("end_kind"),
-        pl.col("trigger"),
-        pl.col("holder"),
+    denied = pl.col("end_kind") == "denied"
+    # the triggers of the attempts turned away, counted per job, in the order of their names
+    triggers = (
+        x.filter(denied)
+        .group_by("job_id", "timeline", pl.col("trigger").fill_null("unlogged"))
+        .agg(pl.len().alias("count"))
+        .sort("trigger")
+        .group_by("job_id", "timeline", maintain_order=True)
+        .agg(
+            pl.struct("trigger", "count").alias("triggers"),
+            (json_value(pl.col("trigger")) + ":" + pl.col("count").cast(pl.String))
+            .str.join(",")
+            .alias("entries"),
+        )
+    )
+    record = evidence_record(
         pl.col("at_file"),
         pl.col("at_line"),
+        pl.format(
+            "{} {}",
+            text("execution_id"),
+            pl.when(denied)
+            .then(pl.lit("turned away by the lock"))
+            .otherwise(pl.lit("triggered, no outcome")),
+        ),
+    )
+    groups = x.group_by("job_id", "timeline", maintain_order=True).agg(
+        pl.col("execution_id").alias("execution_ids"),
+        pl.col("pod").drop_nulls().unique(maintain_order=True).alias("pods"),
+        pl.col("execution_id").filter(denied).alias("denied"),
+        pl.col("execution_id").filter(pl.col("end_kind") == "no_outcome").alias("no_outcome"),
+        # the executions holding the lock when attempts were turned away, first seen first
+        pl.col("holder")
+        .filter(denied & pl.col("holder").is_not_null() & (pl.col("holder") != ""))
+        .unique(maintain_order=True)
+        .alias("held_by"),
+        record.head(MAX_EVIDENCE).alias("evidence"),
         pl.col("clock").first(),
         pl.col("from").min().alias("start"),
         pl.col("at").max().alias("end"),
     )
-    out: list[Finding] = []
-    for g in groups.iter_rows(named=True):
-        ck = g["clock"]
-        kinds: list[str] = g["end_kind"]
-        ids: list[str] = g["execution_id"]
-        denied = [e for e, k in zip(ids, kinds, strict=True) if k == "denied"]
-        quiet = [e for e, k in zip(ids, kinds, strict=True) if k == "no_outcome"]
-        triggers = Counter(t or "unlogged" for t, k in zip(g["trigger"], kinds, strict=True) if k == "denied")
-        holders = list(
-            dict.fromkeys(h for h, k in zip(g["holder"], kinds, strict=True) if h and k == "denied")
+    groups = groups.join(triggers, on=["job_id", "timeline"], how="left", maintain_order="left")
+    return groups.with_columns(
+        known_evidence(pl.col("evidence")),
+        pl.col("triggers").fill_null(
+            pl.lit([], dtype=pl.List(pl.Struct({"trigger": pl.String, "count": pl.UInt32})))
+        ),
+        json_object(
+            denied=pl.col("denied").list.len().cast(pl.String),
+            noOutcome=pl.col("no_outcome").list.len().cast(pl.String),
+            triggers=pl.concat_str(pl.lit("{"), pl.col("entries").fill_null(""), pl.lit("}")),
+            heldBy=json_value(pl.col("held_by")),
+        ).alias("details"),
+    ).drop("entries")
+
+
+def _names(ids: str) -> pl.Expr:
+    """The first MAX_NAMED ids of a list column, and how many more."""
+    n = pl.col(ids).list.len()
+    return pl.concat_str(
+        pl.col(ids).list.head(MAX_NAMED).list.join(", "),
+        pl.when(n > MAX_NAMED).then(pl.format(" and {} more", n - MAX_NAMED)).otherwise(pl.lit("")),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    rows = rows.with_columns(
+        moments(rows, "start", "clock").alias("start_when"),
+        moments(rows, "end", "clock").alias("end_when"),
+    )
+    n_denied, n_quiet, n = (pl.col(c).list.len() for c in ("denied", "no_outcome", "execution_ids"))
+    count = pl.element().struct.field("count")
+    by = pl.col("triggers").list.eval(
+        pl.when(count > 1)
+        .then(pl.format("{} x{}", pl.element().struct.field("trigger"), count))
+        .otherwise(pl.element().struct.field("trigger"))
+    )
+    turned_away = pl.when(n_denied > 0).then(
+        pl.format(
+            "{} {} turned away by the lock{} ({}; trigger: {}): the lock doing its job, not an execution",
+            n_denied,
+            pl.when(n_denied == 1).then(pl.lit("was")).otherwise(pl.lit("were")),
+            pl.when(pl.col("held_by").list.len() > 0)
+            .then(pl.format(" while {} held it", _names("held_by")))
+            .otherwise(pl.lit("")),
+            _names("denied"),
+            by.list.join(", "),
         )
-        parts: list[str] = []
-        if denied:
-            by = ", ".join(f"{t} x{n}" if n > 1 else t for t, n in sorted(triggers.items()))
-            held = f" while {_names(holders)} held it" if holders else ""
-            parts.append(
-                f"{len(denied)} {'was' if len(denied) == 1 else 'were'} turned away by the lock{held} "
-                f"({_names(denied)}; trigger: {by}): the lock doing its job, not an execution"
-            )
-        if quiet:
-            parts.append(
-                f"{len(quiet)} logged job_triggered and nothing after it ({_names(quiet)}): no acquire and no "
-                "denial, so it crashed before reaching the lock or its log was cut short; it never ran"
-            )
-        n = len(ids)
-        span = (
-            f"at {when(g['start'], ck)}"
-            if g["start"] == g["end"]
-            else f"between {when(g['start'], ck)} and {when(g['end'], ck)}"
+    )
+    quiet = pl.when(n_quiet > 0).then(
+        pl.format(
+            "{} logged job_triggered and nothing after it ({}): no acquire and no denial, so it crashed before "
+            "reaching the lock or its log was cut short; it never ran",
+            n_quiet,
+            _names("no_outcome"),
         )
-        message = (
-            f"{n} attempt{'s' if n > 1 else ''} at {g['job_id']} never ran ({span}): {'; '.join(parts)}. "
-            "Attempts that never ran have no execution interval: they overlap nothing and outlive no lease."
-        )
-        notes = {"denied": "turned away by the lock", "no_outcome": "triggered, no outcome"}
-        out.append(
-            Finding.of(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=g["job_id"],
-                execution_ids=tuple(ids),
-                pods=tuple(dict.fromkeys(p for p in g["pod"] if p is not None)),
-                start=g["start"],
-                end=g["end"],
-                message=message,
-                evidence=Evidence.known(
-                    *(
-                        (f, ln, f"{e} {notes[k]}")
-                        for f, ln, e, k in list(zip(g["at_file"], g["at_line"], ids, kinds, strict=True))[
-                            :MAX_EVIDENCE
-                        ]
-                    )
-                ),
-                details={
-                    "denied": len(denied),
-                    "noOutcome": len(quiet),
-                    "triggers": dict(sorted(triggers.items())),
-                    "heldBy": holders,
-                },
-            )
-        )
-    return out
+    )
+    span = (
+        pl.when(pl.col("start").eq_missing(pl.col("end")))
+        .then(pl.format("at {}", "start_when"))
+        .otherwise(pl.format("between {} and {}", "start_when", "end_when"))
+    )
+    return rows.select(
+        pl.format(
+            "{} attempt{} at {} never ran ({}): {}. Attempts that never ran have no execution interval: they "
+            "overlap nothing and outlive no lease.",
+            n,
+            pl.when(n > 1).then(pl.lit("s")).otherwise(pl.lit("")),
+            text("job_id"),
+            span,
+            pl.concat_str(turned_away, quiet, separator="; ", ignore_nulls=True),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL402", "attempts_not_run", "info", detect, explain)

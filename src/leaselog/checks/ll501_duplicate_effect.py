@@ -14,62 +14,70 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import completions, ev, ms_expr
-from leaselog.checks.phrasing import when
-from leaselog.findings import Finding
-
-CODE = "LL501"
-KIND = "duplicate_effect"
-SEVERITY = "error"
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import completions, details, evidence_record, known_evidence, ms_expr
+from leaselog.checks.phrasing import moments, text
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     acc = completions(ctx).filter(pl.col("outcome") == "accepted").sort("t", "seq")
     dup = acc.filter(pl.len().over("job_id", "timeline") > 1)
-    if dup.height == 0:
-        return []
+    # one row per job: its accepted completions in time order (who, where, when, with which token)
     groups = dup.group_by("job_id", "timeline", maintain_order=True).agg(
-        pl.col("execution_id"),
-        pl.col("pod"),
-        pl.col("t"),
-        pl.col("token"),
-        pl.col("file"),
-        pl.col("line"),
+        pl.col("execution_id").alias("completed_by"),
+        pl.col("pod").alias("completion_pods"),
+        pl.col("t").alias("accepted_at"),
+        pl.col("token").alias("tokens"),
+        evidence_record(pl.col("file"), pl.col("line"), "completion accepted").alias("evidence"),
         pl.col("clock").first(),
-        ms_expr(pl.col("t").first(), pl.col("t").last()).alias("span_ms"),
+        ms_expr(pl.col("t").first(), pl.col("t").last()).alias("duration_ms"),
     )
-    out: list[Finding] = []
-    for g in groups.iter_rows(named=True):
-        ck = g["clock"]
-        parts = [
-            f"{e} ({p}) at {when(t, ck)}{'' if tok is None else f' with token {tok}'}"
-            for e, p, t, tok in zip(g["execution_id"], g["pod"], g["t"], g["token"], strict=True)
-        ]
-        message = (
-            f"{g['job_id']} has {len(parts)} accepted completions: {'; '.join(parts)}. That is a duplicate "
-            "committed effect, a correctness problem, not just load. Recording the completion identity and "
-            "applying its effect must be one atomic, durable operation that gives a second completion a "
-            "defined outcome."
+    return groups.with_columns(
+        pl.col("completed_by").list.unique(maintain_order=True).alias("execution_ids"),
+        pl.col("completion_pods").list.unique(maintain_order=True).alias("pods"),
+        pl.col("accepted_at").list.first().alias("start"),
+        pl.col("accepted_at").list.last().alias("end"),
+        known_evidence(pl.col("evidence")),
+        details(accepted=pl.col("completed_by").list.len(), tokens=pl.col("tokens")).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    # one part per accepted completion, each moment on the job's first completion's clock
+    each = (
+        rows.with_row_index("_row")
+        .select("_row", "clock", "completed_by", "completion_pods", "accepted_at", "tokens")
+        .explode("completed_by", "completion_pods", "accepted_at", "tokens")
+    )
+    each = each.with_columns(moments(each, "accepted_at", "clock").alias("when"))
+    parts = each.group_by("_row", maintain_order=True).agg(
+        pl.format(
+            "{} ({}) at {}{}",
+            text("completed_by"),
+            text("completion_pods"),
+            "when",
+            pl.when(pl.col("tokens").is_null())
+            .then(pl.lit(""))
+            .otherwise(pl.format(" with token {}", pl.col("tokens"))),
         )
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=g["job_id"],
-                execution_ids=tuple(dict.fromkeys(g["execution_id"])),
-                pods=tuple(dict.fromkeys(g["pod"])),
-                start=g["t"][0],
-                end=g["t"][-1],
-                duration_ms=g["span_ms"],
-                message=message,
-                evidence=tuple(
-                    e
-                    for f, ln in zip(g["file"], g["line"], strict=True)
-                    for e in ev(f, ln, "completion accepted")
-                ),
-                details={"accepted": len(parts), "tokens": g["token"]},
-            )
+        .str.join("; ")
+        .alias("parts")
+    )
+    return (
+        rows.with_row_index("_row")
+        .join(parts, on="_row", how="left", maintain_order="left")
+        .select(
+            pl.format(
+                "{} has {} accepted completions: {}. That is a duplicate committed effect, a correctness problem, "
+                "not just load. Recording the completion identity and applying its effect must be one atomic, "
+                "durable operation that gives a second completion a defined outcome.",
+                text("job_id"),
+                pl.col("completed_by").list.len(),
+                "parts",
+            ).alias("message")
         )
-    return out
+        .to_series()
+    )
+
+
+CHECK = Check("LL501", "duplicate_effect", "error", detect, explain)

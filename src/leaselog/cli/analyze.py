@@ -5,6 +5,7 @@ one more parameter there plus its use in the body."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from enum import StrEnum
@@ -79,7 +80,28 @@ class Engine(StrEnum):
     spark = "spark"
 
 
+def _command(ctx: typer.Context) -> tuple[str, ...]:
+    """The command line as the options were given (those left at their default left out), for the report's
+    provenance: the same whatever way it was started (`leaselog`, `python -m leaselog`, `main([...])`)."""
+    out = ["leaselog", "analyze"]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if value is None or value == param.default or value is False or value == []:
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            v = getattr(v, "value", v)  # enums as their value
+            if not param.opts or not param.opts[0].startswith("-"):
+                out.append(str(v))
+            elif v is True:
+                out.append(param.opts[0])
+            else:
+                out += [param.opts[0], str(v)]
+    return tuple(out)
+
+
 def analyze(
+    ctx: typer.Context,
     paths: Annotated[
         list[str],
         typer.Argument(
@@ -125,6 +147,13 @@ def analyze(
         typer.Option(help="Zone of timestamps written without one (IANA name: Europe/Berlin). Default UTC."),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    brief: Annotated[
+        bool, typer.Option("--brief", help="Print only the table of findings by job, no details.")
+    ] = False,
+    pdf: Annotated[
+        Path | None,
+        typer.Option(help="Also print the HTML report to this PDF (needs Chromium and Playwright)."),
+    ] = None,
     engine: Annotated[
         Engine, typer.Option(help="Where to run: this process, or Spark (pip install 'leaselog[spark]').")
     ] = Engine.local,
@@ -192,12 +221,16 @@ def analyze(
     except OutputError as e:
         print_error(err, str(e))
         raise typer.Exit(2) from e
+    if pdf is not None and (pdf.is_dir() or not pdf.resolve().parent.is_dir()):
+        print_error(err, f"--pdf {printable(pdf)}: {'is a folder' if pdf.is_dir() else 'no such folder'}")
+        raise typer.Exit(2)
+    outputs = dataclasses.replace(outputs, command=_command(ctx))
     try:
         callback, progress = (None, None) if quiet else progress_reader(paths, err)
     except OSError:
         callback, progress = None, None
     # each event's whole record is only shown by the HTML report (hovers) and kept in Parquet
-    options["keep_fields"] = html is not None or parquet is not None
+    options["keep_fields"] = html is not None or parquet is not None or pdf is not None
     try:
         if engine is Engine.spark:
             a = _on_spark(paths, config, options, master, partitions, err)
@@ -214,10 +247,18 @@ def analyze(
         raise typer.Exit(2) from e
     # the files first: a closed terminal (`| head`) must not cost them
     written, failures = write_outputs(a, outputs)
+    if pdf is not None:
+        from leaselog.render.pdf import PdfError, write_pdf
+
+        try:
+            html_ok = outputs.html if outputs.html in written else None
+            written.append(str(write_pdf(a, pdf, html=html_ok, command=outputs.command)))
+        except (PdfError, OSError) as e:
+            failures.append(f"--pdf {printable(pdf)}: {e}")
     for message in failures:
         print_error(err, message)
     if not quiet:
-        render(a, console, max_jobs=max_jobs)
+        render(a, console, max_jobs=max_jobs, brief=brief)
     for path in written:
         console.print(Text(f"wrote {printable(path)}"), highlight=False)
     if failures:
