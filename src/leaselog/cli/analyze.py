@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -72,6 +73,11 @@ def progress_reader(paths: list[str], console: Console) -> tuple[Any, Any]:
     stop = contextlib.ExitStack()
     stop.callback(progress.stop)
     return advance, stop
+
+
+class Engine(StrEnum):
+    local = "local"
+    spark = "spark"
 
 
 def _command(ctx: typer.Context) -> tuple[str, ...]:
@@ -148,6 +154,17 @@ def analyze(
         Path | None,
         typer.Option(help="Also print the HTML report to this PDF (needs Chromium and Playwright)."),
     ] = None,
+    engine: Annotated[
+        Engine, typer.Option(help="Where to run: this process, or Spark (pip install 'leaselog[spark]').")
+    ] = Engine.local,
+    master: Annotated[
+        str | None,
+        typer.Option(help="--engine spark: the master URL when leaselog starts Spark (default local[*])."),
+    ] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option(min=1, help="--engine spark: partitions the jobs are split into (default 4 x cores)."),
+    ] = None,
 ) -> None:
     """Analyze logs and explain lease incidents.
 
@@ -158,6 +175,8 @@ def analyze(
       leaselog analyze 'logs/*.jsonl' logs/old.jsonl.gz - --lease-ttl 10m --json findings.json --fail-on error
 
       leaselog analyze logs/ --json - | jq '.findings[].code'
+
+      leaselog analyze s3://bucket/lease-logs/ --engine spark --json findings.json
 
     The files (--json, --html, --parquet) are written before the terminal summary; `--json -` writes the
     JSON to standard output and the summary to standard error.
@@ -213,7 +232,9 @@ def analyze(
     # each event's whole record is only shown by the HTML report (hovers) and kept in Parquet
     options["keep_fields"] = html is not None or parquet is not None or pdf is not None
     try:
-        if progress is not None:
+        if engine is Engine.spark:
+            a = _on_spark(paths, config, options, master, partitions, err)
+        elif progress is not None:
             with progress:
                 a = run_analysis(paths, config=config, progress=callback, **options)
         else:
@@ -246,6 +267,29 @@ def analyze(
         limit = SEVERITY_RANK[fail_on.value]
         if any(SEVERITY_RANK[f.severity] <= limit for f in a.finding_list):
             raise typer.Exit(1)
+
+
+def _on_spark(
+    paths: list[str],
+    config: Path | None,
+    options: dict[str, Any],
+    master: str | None,
+    partitions: int | None,
+    err: Console,
+) -> Any:
+    """The analysis on Spark (`leaselog.spark.run`): the same Analysis, so the same outputs."""
+    from leaselog.pipeline import settings_of
+    from leaselog.spark import SparkError, run
+
+    if "-" in paths:
+        raise InputError("--engine spark reads files and objects (paths, s3://, gs://, ...), not stdin")
+    keep = options.pop("keep_fields")
+    settings = settings_of(config=config, options=options)
+    try:
+        return run(paths, settings, master=master, partitions=partitions, frames=keep)
+    except SparkError as e:
+        print_error(err, str(e))
+        raise typer.Exit(2) from e
 
 
 class Summary(Console):

@@ -221,8 +221,8 @@ def _inputs(a: Analysis, console: Console) -> None:
             style="bold",
         )
     console.print(t)
-    n_jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
-    console.print(f"{n_jobs} jobs, {a.executions.height} executions, {a.events.height} lease events")
+    c = a.counts()  # (a cluster run keeps its frames on the workers: its counts come with it)
+    console.print(f"{c.jobs} jobs, {c.executions} executions, {c.events} lease events")
     for r in a.input_reports:
         if r.error:
             console.print(Text(f"{printable(r.path)}: {printable(r.error)}", style="red"))
@@ -237,7 +237,7 @@ def _inputs(a: Analysis, console: Console) -> None:
                     style="yellow",
                 )
             )
-    if a.events.height and (a.events["clock"] != "wall").any():
+    if c.wall_events < c.events:
         console.print(
             Text(
                 "Some inputs have no wall-clock timestamps: cross-pod order comes from line order "

@@ -253,8 +253,9 @@ def run(
     """
     times = times if times is not None else StageTimes()
     t = time.perf_counter()
-    spark = spark or session(master)
-    t = times.mark("session", t)
+    if spark is None:
+        spark = session(master)
+        t = times.mark("session", t)
     sources, problems = sources_of(list(paths))
     read_df = (
         spark.range(0, len(sources), numPartitions=max(1, len(sources)))
