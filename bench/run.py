@@ -72,8 +72,9 @@ print(df.height)
 # where leaselog's time goes, stage by stage, in one process (what the ratios above are made of)
 STAGES = """
 import sys, time, json, resource
-from leaselog.analysis import analyze
-import leaselog.analysis as A, leaselog.checks as C
+import leaselog
+import leaselog.pipeline as A
+from leaselog.pipeline import analyze
 t = {}
 def timed(name, f):
     def wrapper(*a, **k):
@@ -83,10 +84,11 @@ A.Reader.read = timed("read", A.Reader.read)
 A.build_events = timed("build_events", A.build_events)
 A.reconstruct = timed("reconstruct", A.reconstruct)
 A.run_checks = timed("checks", A.run_checks)
+A.finalize = timed("finalize", A.finalize)
 t0 = time.perf_counter()
 a = analyze(sys.argv[1], keep_fields=False)  # as `analyze --json` runs
 t["analyze"] = time.perf_counter() - t0
-t0 = time.perf_counter(); a.write_json(sys.argv[2]); t["write_json"] = time.perf_counter() - t0
+t0 = time.perf_counter(); leaselog.write_json(a, sys.argv[2]); t["write_json"] = time.perf_counter() - t0
 t["findings"] = len(a.finding_list)
 t["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(t))

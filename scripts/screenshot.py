@@ -64,13 +64,13 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         page.goto(report.resolve().as_uri(), wait_until="load")
         try:
-            page.wait_for_selector("#overview-plot[data-rendered]", state="attached", timeout=60_000)
+            page.wait_for_selector("body[data-ready]", state="attached", timeout=120_000)
         except Exception:
             print(
-                "\n".join(problems) or "the overview never rendered (no console error seen)", file=sys.stderr
+                "\n".join(problems) or "the report never got ready (no console error seen)", file=sys.stderr
             )
             raise
-        print(f"loaded and drew the overview in {time.perf_counter() - t0:.2f}s")
+        print(f"loaded and drew the first timeline in {time.perf_counter() - t0:.2f}s")
         if a.finding is not None:
             page.click(f"#f-{a.finding} a.goto")
             page.wait_for_selector(f"[data-highlighted='{a.finding}']", timeout=30_000)

@@ -66,7 +66,7 @@ def test_empty_input_gives_nothing(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("")
     a = leaselog.analyze(tmp_path / "empty.jsonl")
     assert a.finding_list == [] and a.events.height == 0 and a.executions.height == 0
-    assert a.to_dict()["lines"] == {"total": 0, "used": 0, "ignored": 0, "malformed": 0}
+    assert leaselog.document(a)["lines"] == {"total": 0, "used": 0, "ignored": 0, "malformed": 0}
 
 
 def test_demo_logfmt_without_wall_clock() -> None:

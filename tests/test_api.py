@@ -15,7 +15,7 @@ from polars.testing import assert_frame_equal
 import leaselog
 from leaselog import schema
 from leaselog.cli import main
-from leaselog.events import CANONICAL_EVENTS
+from leaselog.vocabulary import CANONICAL_EVENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "sample_logs"
@@ -112,7 +112,7 @@ def test_analysis_exposes_polars_frames(sample: leaselog.Analysis) -> None:
     evidence = pl.List(pl.Struct({"file": pl.String(), "line": pl.Int64(), "note": pl.String()}))
     assert sample.findings.schema["evidence"] == evidence
     # the frame and the records are the same findings: the JSON contract from either is the same
-    assert [f.to_json_dict() for f in sample.finding_list] == sample.to_dict()["findings"]
+    assert [f.to_json_dict() for f in sample.finding_list] == leaselog.document(sample)["findings"]
     assert sample.inputs["path"].len() == len(sample.input_reports)
 
 
@@ -203,7 +203,7 @@ def test_same_findings_as_the_cli(
     monkeypatch.chdir(tmp_path)  # the CLI reads ./leaselog.toml when there is one; the API never does
     out = tmp_path / "findings.json"
     assert main(["analyze", str(SAMPLES), "--lease-ttl", "5s", "--json", str(out), "--quiet"]) == 0
-    assert json.loads(out.read_text())["findings"] == sample.to_dict()["findings"]
+    assert json.loads(out.read_text())["findings"] == leaselog.document(sample)["findings"]
 
 
 # --- documented schemas ----------------------------------------------------------------------------------------
@@ -228,7 +228,7 @@ def test_empty_analysis_gives_empty_frames_with_documented_schemas(
 
 def test_empty_analysis_accounts_for_every_line(empty: leaselog.Analysis) -> None:
     assert empty.finding_list == []
-    d = empty.to_dict()
+    d = leaselog.document(empty)
     assert (d["jobs"], d["executions"], d["findings"]) == (0, 0, [])
     assert d["lines"] == {"total": 3, "used": 0, "ignored": 3, "malformed": 0}
 
@@ -269,11 +269,11 @@ def _assert_same(a: leaselog.Analysis, b: leaselog.Analysis) -> None:
     assert b.input_reports == a.input_reports
     assert b.settings == a.settings
     assert b.problems == a.problems
-    assert b.to_dict() == a.to_dict()
+    assert leaselog.document(b) == leaselog.document(a)
 
 
 def test_parquet_round_trip_of_the_samples(sample: leaselog.Analysis, tmp_path: Path) -> None:
-    out = sample.write_parquet(tmp_path / "store")
+    out = leaselog.write_parquet(sample, tmp_path / "store")
     assert {p.name for p in out.iterdir()} == {
         *(f"{n}.parquet" for n in FRAME_NAMES),
         "leaselog.json",
@@ -284,7 +284,7 @@ def test_parquet_round_trip_of_the_samples(sample: leaselog.Analysis, tmp_path: 
 
 
 def test_round_trip_of_an_empty_analysis(empty: leaselog.Analysis, tmp_path: Path) -> None:
-    back = leaselog.load(empty.write_parquet(tmp_path / "store"))
+    back = leaselog.load(leaselog.write_parquet(empty, tmp_path / "store"))
     _assert_same(empty, back)
     for name in FRAME_NAMES:
         assert dict(getattr(back, name).schema) == dict(schema.schema(name))
@@ -311,7 +311,7 @@ def test_round_trip_keeps_every_setting_and_unmapped_event_names(tmp_path: Path)
         rules=[{"event": "job_progress", "message_regex": r"step done by (?P<pod>\S+)"}],
     )
     assert a.input_reports[0].unmapped_events == {"lease_wobbled": 1}
-    back = leaselog.load(a.write_parquet(tmp_path / "store"))
+    back = leaselog.load(leaselog.write_parquet(a, tmp_path / "store"))
     _assert_same(a, back)
     assert back.settings.rules[0].message_regex == r"step done by (?P<pod>\S+)"
 
@@ -320,8 +320,8 @@ def test_writing_again_replaces_the_store(
     sample: leaselog.Analysis, empty: leaselog.Analysis, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    sample.write_parquet(store)
-    empty.write_parquet(store)
+    leaselog.write_parquet(sample, store)
+    leaselog.write_parquet(empty, store)
     assert leaselog.load(store).finding_list == []
 
 
@@ -332,7 +332,7 @@ def test_cli_parquet_folder_loads_back(
     store = tmp_path / "from-cli"
     assert main(["analyze", str(SAMPLES), "--lease-ttl", "5s", "--parquet", str(store), "--quiet"]) == 0
     back = leaselog.load(store)
-    assert back.to_dict()["findings"] == sample.to_dict()["findings"]
+    assert leaselog.document(back)["findings"] == leaselog.document(sample)["findings"]
     assert_frame_equal(back.executions, sample.executions)
 
 
@@ -341,20 +341,20 @@ def test_keep_fields_false_drops_only_the_raw_records(sample: leaselog.Analysis)
     assert sample.events["fields"].null_count() == 0
     assert lean.events["fields"].null_count() == lean.events.height > 0
     assert_frame_equal(lean.events.drop("fields"), sample.events.drop("fields"))
-    assert lean.to_dict() == sample.to_dict()
+    assert leaselog.document(lean) == leaselog.document(sample)
 
 
 def test_cli_keeps_the_raw_records_only_for_outputs_that_show_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    real = leaselog.analysis.analyze
+    real = leaselog.pipeline.analyze
 
     def spy(*args: object, **kwargs: object) -> leaselog.Analysis:
         seen.append(bool(kwargs["keep_fields"]))
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(leaselog.analysis, "analyze", spy)
+    monkeypatch.setattr(leaselog.pipeline, "analyze", spy)
     incident = SAMPLES / "article-incident"
     assert main(["analyze", str(incident), "--json", str(tmp_path / "f.json"), "--quiet"]) == 0
     assert main(["analyze", str(incident), "--parquet", str(tmp_path / "p"), "--quiet"]) == 0
@@ -373,11 +373,11 @@ def test_write_json_is_the_document_to_dict_gives(
 ) -> None:
     import orjson
 
-    monkeypatch.setattr(leaselog.analysis, "JSON_BATCH", batch)
+    monkeypatch.setattr(leaselog.render.document, "JSON_BATCH", batch)
     for name, a in (("sample", sample), ("empty", empty)):
         out = tmp_path / f"{name}.json"
-        a.write_json(out)
-        assert out.read_bytes() == orjson.dumps(a.to_dict(), option=orjson.OPT_INDENT_2)
+        leaselog.write_json(a, out)
+        assert out.read_bytes() == orjson.dumps(leaselog.document(a), option=orjson.OPT_INDENT_2)
     assert len(sample.finding_list) > 2 and not empty.finding_list
 
 
@@ -388,7 +388,7 @@ def test_load_refuses_what_is_not_a_store(sample: leaselog.Analysis, tmp_path: P
     with pytest.raises(leaselog.StoreError, match=r"not a leaselog analysis folder .*--parquet"):
         leaselog.load(tmp_path / "plain")
 
-    store = sample.write_parquet(tmp_path / "store")
+    store = leaselog.write_parquet(sample, tmp_path / "store")
     manifest = json.loads((store / "leaselog.json").read_text())
     (store / "leaselog.json").write_text(json.dumps({**manifest, "storeVersion": 99}))
     with pytest.raises(leaselog.StoreError, match="store version 99"):
@@ -397,7 +397,7 @@ def test_load_refuses_what_is_not_a_store(sample: leaselog.Analysis, tmp_path: P
     with pytest.raises(leaselog.StoreError, match="not valid JSON"):
         leaselog.load(store)
 
-    store = sample.write_parquet(tmp_path / "store2")
+    store = leaselog.write_parquet(sample, tmp_path / "store2")
     (store / "renewals.parquet").unlink()
     with pytest.raises(leaselog.StoreError, match=r"renewals\.parquet is missing"):
         leaselog.load(store)
@@ -408,7 +408,7 @@ def test_load_refuses_what_is_not_a_store(sample: leaselog.Analysis, tmp_path: P
 
 def test_timeline_of_an_unknown_job_names_the_known_ones(sample: leaselog.Analysis) -> None:
     with pytest.raises(KeyError, match=r"no job 'report-4' in this analysis; did you mean report-42"):
-        sample.timeline("report-4")
+        leaselog.timeline(sample, "report-4")
 
 
 def test_job_ids_are_sorted_and_unique(sample: leaselog.Analysis) -> None:
@@ -421,7 +421,7 @@ def test_job_ids_are_sorted_and_unique(sample: leaselog.Analysis) -> None:
 def test_timeline_is_a_plotly_figure_of_that_job(sample: leaselog.Analysis) -> None:
     import plotly.graph_objects as go
 
-    fig = sample.timeline("report-42")
+    fig = leaselog.timeline(sample, "report-42")
     assert isinstance(fig, go.Figure)
     assert len(fig.data) > 0
     assert "report-42" in fig.layout.title.text
@@ -431,15 +431,18 @@ def test_timeline_is_a_plotly_figure_of_that_job(sample: leaselog.Analysis) -> N
 def test_overview_is_a_plotly_figure(sample: leaselog.Analysis, empty: leaselog.Analysis) -> None:
     import plotly.graph_objects as go
 
-    assert isinstance(sample.overview(), go.Figure)
-    assert len(sample.overview().data) > 0
-    assert isinstance(empty.overview(), go.Figure)
+    assert isinstance(leaselog.overview(sample), go.Figure)
+    assert len(leaselog.overview(sample).data) > 0
+    assert isinstance(leaselog.overview(empty), go.Figure)
 
 
 def test_a_loaded_analysis_draws_the_same_figures(sample: leaselog.Analysis, tmp_path: Path) -> None:
-    back = leaselog.load(sample.write_parquet(tmp_path / "store"))
-    assert back.timeline("report-42").to_plotly_json() == sample.timeline("report-42").to_plotly_json()
-    assert back.overview().to_plotly_json() == sample.overview().to_plotly_json()
+    back = leaselog.load(leaselog.write_parquet(sample, tmp_path / "store"))
+    assert (
+        leaselog.timeline(back, "report-42").to_plotly_json()
+        == leaselog.timeline(sample, "report-42").to_plotly_json()
+    )
+    assert leaselog.overview(back).to_plotly_json() == leaselog.overview(sample).to_plotly_json()
 
 
 _EVENTS = list(CANONICAL_EVENTS)
@@ -481,6 +484,6 @@ def _incident_logs(draw: st.DrawFn) -> list[dict[str, object]]:
 def test_any_analysis_round_trips_through_parquet(rows: list[dict[str, object]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         a = leaselog.analyze(_write(Path(folder) / "log.jsonl", rows), lease_ttl="2s")
-        _assert_same(a, leaselog.load(a.write_parquet(Path(folder) / "store")))
+        _assert_same(a, leaselog.load(leaselog.write_parquet(a, Path(folder) / "store")))
         for name in FRAME_NAMES:
             assert schema.mismatches(name, getattr(a, name)) == []

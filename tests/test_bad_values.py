@@ -225,7 +225,7 @@ def test_timezone_reads_local_times_across_a_fall_back(tmp_path: Path) -> None:
     assert a.malformed.height == 0
     assert a.executions["runtime_ms"].to_list() == [pytest.approx(30 * 60_000 - 1000)]
     assert list(a.local_time_files.values()) == ["Europe/Berlin"]
-    assert a.to_dict()["settings"]["timezone"] == "Europe/Berlin"
+    assert leaselog.document(a)["settings"]["timezone"] == "Europe/Berlin"
 
 
 def test_unknown_timezone_is_refused() -> None:
@@ -257,7 +257,7 @@ def test_a_million_bad_values_stay_a_count(tmp_path: Path) -> None:
     a = _run(tmp_path, lines)
     _accounted(a)
     assert a.input_reports[0].malformed == 1500 and a.malformed.height == 1000
-    d = a.to_dict()
+    d = leaselog.document(a)
     assert d["malformedLocated"] == 1000 and d["malformedTruncated"] is True
 
 

@@ -92,7 +92,7 @@ def test_walkthrough_reaches_the_same_findings_as_the_cli(
         python3_kernel,
         extra=[
             "import json, sys\n"
-            "print(json.dumps({'findings': a.to_dict()['findings'], 'samples': str(SAMPLES), 'python': sys.executable}))",
+            "print(json.dumps({'findings': leaselog.document(a)['findings'], 'samples': str(SAMPLES), 'python': sys.executable}))",
         ],
     )
     seen = json.loads(_stdout(nb.cells[-1]))

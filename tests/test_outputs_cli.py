@@ -146,7 +146,7 @@ def test_a_closed_stdout_costs_no_file(tmp_path: Path) -> None:
             env=env,
         )
         assert proc.returncode == rc, proc.stderr
-        assert proc.stdout.startswith("Inputs") and proc.stdout.count("\n") == 1
+        assert proc.stdout.startswith("5 findings (2 error, 3 warning)") and proc.stdout.count("\n") == 1
         assert proc.stderr == ""
         assert json.loads(out.read_text())["findings"] and html.stat().st_size > 1000
 

@@ -191,7 +191,7 @@ def test_analysis_totals_add_up_and_match_per_line(tmp_path: Path, monkeypatch: 
         lines[j * 12 + 4] = _event(j * 12 + 1, f"job-{j}", "job_started")
     p = _write(tmp_path / "pod-a.jsonl", lines)
     a = leaselog.analyze(p)
-    totals = a.to_dict()["lines"]
+    totals = leaselog.document(a)["lines"]
     assert totals == {"total": 500, "used": 80, "ignored": 420, "malformed": 0}
     assert a.executions.height == 40
 
@@ -215,7 +215,7 @@ def test_progress_counts_the_bytes_on_disk(
         p = gz
     seen: list[int] = []
     a = leaselog.analyze(p, progress=seen.append)
-    assert a.to_dict()["lines"]["total"] == len(lines)
+    assert leaselog.document(a)["lines"]["total"] == len(lines)
     assert sum(seen) == p.stat().st_size
     assert len(seen) > 1 and all(n > 0 for n in seen)
 
@@ -226,11 +226,11 @@ def test_no_progress_bar_when_not_a_terminal(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("CI", raising=False)
     from rich.console import Console
 
-    from leaselog.cli import _progress_reader
+    from leaselog.cli.analyze import progress_reader
 
     p = _write(tmp_path / "pod-a.jsonl", [_noise(i) for i in range(10)])
-    assert _progress_reader([str(p)], Console(file=io.StringIO())) == (None, None)
-    callback, bar = _progress_reader([str(p)], Console(file=io.StringIO(), force_terminal=True))
+    assert progress_reader([str(p)], Console(file=io.StringIO())) == (None, None)
+    callback, bar = progress_reader([str(p)], Console(file=io.StringIO(), force_terminal=True))
     assert callback is not None and bar is not None
     with bar:
         callback(100)  # under a second: the bar stays hidden, and closing it is still fine
@@ -238,15 +238,16 @@ def test_no_progress_bar_when_not_a_terminal(tmp_path: Path, monkeypatch: pytest
 
 def test_quiet_shows_no_progress_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import leaselog.cli as cli
+    import leaselog.cli.analyze as analyze_command
 
     asked: list[list[str]] = []
-    real = cli._progress_reader
+    real = analyze_command.progress_reader
 
     def spy(paths: list[str], console: object) -> tuple[object, object]:
         asked.append(paths)
         return real(paths, console)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cli, "_progress_reader", spy)
+    monkeypatch.setattr(analyze_command, "progress_reader", spy)
     p = _write(tmp_path / "pod-a.jsonl", [_noise(i) for i in range(10)])
     assert cli.main(["analyze", str(p), "--quiet"]) == 0
     assert asked == []

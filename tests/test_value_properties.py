@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import leaselog
 from leaselog.analysis import Analysis
-from leaselog.events import CANONICAL_EVENTS
+from leaselog.vocabulary import CANONICAL_EVENTS
 
 EVENTS = list(CANONICAL_EVENTS)
 
@@ -232,7 +232,7 @@ def _check(a: Analysis, n_lines: dict[str, int]) -> None:
         assert f.duration_ms is None or (math.isfinite(f.duration_ms) and f.duration_ms >= 0), f
         assert not _NEGATIVE_DURATION.search(f.message), f.message
         assert "nan" not in f.message.lower().split() and "inf" not in f.message.lower().split()
-    doc = a.to_dict()
+    doc = leaselog.document(a)
     orjson.dumps(doc)  # the JSON contract serialises
     for f in doc["findings"]:
         assert f.get("durationMs") is None or f["durationMs"] >= 0

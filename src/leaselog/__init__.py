@@ -4,8 +4,11 @@ import leaselog
 a = leaselog.analyze("logs/", lease_ttl="10m")
 a.findings               # polars DataFrame, one row per finding
 a.executions             # one row per execution (columns: leaselog.schema.describe("executions"))
-a.timeline("report-42")  # plotly Figure
-a.write_parquet("out/")  # ... and later: leaselog.load("out/")
+leaselog.timeline(a, "report-42")   # plotly Figure; leaselog.overview(a): every job
+leaselog.write_parquet(a, "out/")   # ... and later: leaselog.load("out/")
+leaselog.write_json(a, "findings.json"), leaselog.document(a) (the same as a dict), leaselog.write_html(a, "r.html")
+
+`Analysis` is data; the outputs are the functions above (leaselog.render, leaselog.store).
 """
 
 import os
@@ -20,11 +23,16 @@ import os
 os.environ.setdefault("_RJEM_MALLOC_CONF", "background_thread:true,dirty_decay_ms:200,muzzy_decay_ms:0")
 
 from leaselog import schema  # (after the allocator setting above: it must precede polars)
-from leaselog.analysis import Analysis, analyze
+from leaselog.analysis import Analysis
 from leaselog.config import ConfigError, Settings
 from leaselog.findings import Evidence, Finding
+from leaselog.pipeline import analyze
 from leaselog.reading.sources import InputError
+from leaselog.render.document import document, write_json
+from leaselog.render.parquet import write_parquet
+from leaselog.render.views import overview, timeline, write_html
 from leaselog.store import StoreError, load
+from leaselog.version import VERSION
 
 __all__ = [
     "Analysis",
@@ -35,7 +43,13 @@ __all__ = [
     "Settings",
     "StoreError",
     "analyze",
+    "document",
     "load",
+    "overview",
     "schema",
+    "timeline",
+    "write_html",
+    "write_json",
+    "write_parquet",
 ]
-__version__ = "0.1.0"
+__version__ = VERSION

@@ -1,33 +1,21 @@
-"""The engine behind the CLI and the notebook API: read -> events -> executions/leases -> checks -> findings."""
+"""The result of an analysis (`Analysis`): its frames, findings and line accounting. The stages that make
+one (read -> events -> executions/leases -> checks -> findings) are in `leaselog.pipeline`.
+
+It imports no output: JSON, Parquet, HTML and figures are built from an `Analysis` in leaselog.render and
+leaselog.store."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
-from leaselog.checks import CheckContext, run_checks
-from leaselog.config import FRIENDLY_OPTIONS, Settings
-from leaselog.events import FieldMapper, build_events, compact
-from leaselog.findings import Finding, finalize, gc_paused, iso, json_dicts, records
-from leaselog.reading.reader import InputReport, ProgressFn, Reader
-from leaselog.reading.report import account_rejected
-from leaselog.reading.sources import InputError, expand_sources
-from leaselog.reconstruct import reconstruct
+from leaselog.config import Settings
+from leaselog.findings import Finding, records
+from leaselog.fleet import Totals
+from leaselog.reading.reader import InputReport
 from leaselog.schema import schema as documented_schema
-
-if TYPE_CHECKING:
-    import plotly.graph_objects as go
-
-JSON_VERSION = 1
-JSON_BATCH = 2000  # findings serialised at a time by write_json
-
-MALFORMED_SCHEMA = dict(documented_schema("malformed"))
 
 
 @dataclass(repr=False)
@@ -35,8 +23,10 @@ class Analysis:
     """The result of one analysis. Frames are polars DataFrames; schemas in `leaselog.schema`.
 
     `events`, `executions`, `leases`, `renewals`, `findings` (one row per finding, in output order),
-    `inputs`, `malformed`; `finding_list` gives the findings as `Finding` records. `to_dict()` is the JSON contract,
-    `write_parquet(dir)` keeps it for `leaselog.load(dir)`, `timeline(job_id)` and `overview()` draw it.
+    `inputs`, `malformed`; `finding_list` gives the findings as `Finding` records. Data only: the outputs
+    are functions of the output layer, at the package's top level: `leaselog.document(a)` (the JSON
+    contract) and `write_json(a, path)`, `write_parquet(a, dir)` (read back by `leaselog.load(dir)`),
+    `timeline(a, job_id)`, `overview(a)`, `write_html(a, path)`.
     """
 
     events: pl.DataFrame
@@ -50,6 +40,9 @@ class Analysis:
     problems: list[str] = field(default_factory=list)
     # file -> the zone its timestamps written without a zone were read in (`--timezone`, default UTC)
     local_time_files: dict[str, str] = field(default_factory=dict)
+    # the document's counts when the frames are not all here (a cluster run: `leaselog.spark`); None: the
+    # frames are the whole input and the counts are theirs (`counts()`)
+    totals: Totals | None = None
 
     def __repr__(self) -> str:
         # the default dataclass repr would print every frame; a notebook wants the gist
@@ -83,208 +76,15 @@ class Analysis:
             "malformed": sum(x.malformed for x in r),
         }
 
-    def to_dict(self) -> dict[str, Any]:
-        """The machine output contract (PRODUCT.md): stable names, version 1."""
-        return self._document(json_dicts(self.findings))
-
-    def _document(self, findings: list[dict[str, Any]]) -> dict[str, Any]:
-        """`to_dict()` around the findings' JSON dicts."""
-        # the wall-clock range through the lazy engine: it scans the event frame several times faster
-        lo, hi, n_wall = (
-            self.events.lazy()
-            .filter(pl.col("clock") == "wall")
-            .select(pl.col("t").min(), pl.col("t").max().alias("hi"), pl.len())
-            .collect()
-            .row(0)
-        )
-        n = self.events.height
-        return {
-            "version": JSON_VERSION,
-            "lines": self.line_totals(),
-            "inputs": [self._input_dict(r) for r in self.input_reports],
-            "jobs": int(self.executions["job_id"].n_unique()) if self.executions.height else 0,
-            "executions": self.executions.height,
-            "timeRange": {
-                "start": iso(lo) if n_wall else None,
-                "end": iso(hi) if n_wall else None,
-                "wallClock": bool(n and n_wall == n),
-            },
-            "settings": self.settings.model_dump(mode="json"),
-            "malformed": [{"file": f, "line": n, "reason": why} for f, n, why in self.malformed.iter_rows()],
-            # every malformed line is counted in `lines`/`inputs`; only so many are located per file and
-            # reason (MAX_LOCATED): `malformedLocated` of them are listed above
-            "malformedLocated": self.malformed.height,
-            "malformedTruncated": self.malformed.height < self.line_totals()["malformed"],
-            "notes": list(self.problems),
-            "findings": findings,
-        }
-
-    def _input_dict(self, r: InputReport) -> dict[str, Any]:
-        d = r.as_dict()
-        zone = self.local_time_files.get(r.path)
-        if zone is not None:
-            d["localTimeZone"] = zone  # the file has timestamps without a zone, read in this one
-        return d
-
-    def write_json(self, path: str | Path | IO[bytes]) -> None:
-        """`to_dict()` as indented JSON, written a batch of findings at a time.
-
-        The same bytes as `orjson.dumps(self.to_dict(), option=OPT_INDENT_2)`; but the whole document at
-        once held every finding's dict and the whole text (~0.15 GB at 68 000 findings) at the end of
-        the run, when memory peaks.
-        """
-        import orjson
-
-        indent = orjson.OPT_INDENT_2
-        head = orjson.dumps(self._document([]), option=indent)
-        empty_tail = b"[]\n}"  # `"findings": []` is the document's last member
-        assert head.endswith(b'"findings": ' + empty_tail)
-        with contextlib.nullcontext(path) if not isinstance(path, str | Path) else open(path, "wb") as out:
-            if not self.findings.height:
-                out.write(head)
-                return
-            out.write(head[: -len(empty_tail)] + b"[\n")
-            for i in range(0, self.findings.height, JSON_BATCH):
-                with gc_paused():
-                    batch = json_dicts(self.findings.slice(i, JSON_BATCH))
-                    text = orjson.dumps(batch, option=indent)
-                # `[\n  {...},\n  {...}\n]` -> the items, two spaces deeper, as the document has them
-                items = b"  " + text[2:-2].replace(b"\n", b"\n  ")
-                out.write(items if i == 0 else b",\n" + items)
-            out.write(b"\n  ]\n}")
-
-    def write_parquet(self, directory: str | Path) -> Path:
-        """Write every frame as Parquet into `directory`, plus what `leaselog.load` needs to rebuild this."""
-        from leaselog.store import write_parquet
-
-        return write_parquet(self, directory)
+    def counts(self) -> Totals:
+        """Events (wall-clock ones and their range), jobs and executions: `totals` when the frames are not
+        all here, else counted from them."""
+        if self.totals is not None:
+            return self.totals
+        ex = self.executions
+        jobs = int(ex["job_id"].n_unique()) if ex.height else 0
+        return Totals.of_events(self.events).with_jobs(jobs, ex.height)
 
     def job_ids(self) -> list[str]:
         """Every jobId seen, sorted."""
         return sorted(self.executions["job_id"].unique().drop_nulls().to_list())
-
-    def timeline(self, job_id: str) -> go.Figure:
-        """One job's timeline (plotly Figure): a lane per execution, lease vs execution bars, findings."""
-        if self.executions.filter(pl.col("job_id") == job_id).height == 0:
-            import difflib
-
-            known = self.job_ids()
-            close = difflib.get_close_matches(job_id, known, n=3)
-            hint = f"did you mean {', '.join(close)}? " if close else ""
-            raise KeyError(f"no job {job_id!r} in this analysis; {hint}({len(known)} jobs: see .job_ids())")
-        # imported here: plotly is only paid for by those who draw
-        from leaselog.render.figures import timeline_figure
-
-        return timeline_figure(self, job_id)
-
-    def overview(self) -> go.Figure:
-        """Every job at a glance (plotly Figure)."""
-        from leaselog.render.figures import overview_figure
-
-        return overview_figure(self)
-
-
-Duration = str | float | int
-
-
-def analyze(
-    paths: str | Path | Sequence[str | Path],
-    *,
-    config: str | Path | None = None,
-    lease_ttl: Duration | None = None,
-    max_skew: Duration | None = None,
-    stop_slo: Duration | None = None,
-    takeover_slo: Duration | None = None,
-    renewal_interval: Duration | None = None,
-    clock_offsets: Mapping[str, Duration] | None = None,
-    settings: Settings | None = None,
-    progress: ProgressFn | None = None,
-    keep_fields: bool = True,
-    **options: Any,
-) -> Analysis:
-    """Analyze log files, folders, globs (or `-` for stdin): the same engine as `leaselog analyze`.
-
-    Durations are milliseconds or strings like `"10m"`, `"30s"`, `"250ms"`:
-    `lease_ttl` (TTL when the log has no leaseMs), `max_skew` (clock-skew bound between pods), `stop_slo`,
-    `takeover_slo`, `renewal_interval`; `clock_offsets` maps a pod to an offset subtracted from its
-    timestamps (`{"pod-b": "-120ms"}`). Any other Settings field is accepted by name (`format="ecs"`,
-    `fields=...`, and the `*_ms` spellings). They apply on top of `config` (a leaselog.toml) and `settings`.
-    `keep_fields=False` leaves `events.fields` (each event's whole record as JSON, which the HTML report
-    shows on hover) null: the events frame is then about half the size.
-    Raises InputError when nothing at all could be read, TypeError for an unknown keyword.
-    """
-    from leaselog.config import load_config_file
-
-    friendly: dict[str, Any] = {
-        "lease_ttl": lease_ttl,
-        "max_skew": max_skew,
-        "stop_slo": stop_slo,
-        "takeover_slo": takeover_slo,
-        "renewal_interval": renewal_interval,
-        "clock_offsets": None if clock_offsets is None else _signed_offsets(clock_offsets),
-    }
-    unknown = sorted(set(options) - set(Settings.model_fields))
-    if unknown:
-        known = sorted([*FRIENDLY_OPTIONS, *Settings.model_fields])
-        raise TypeError(f"analyze() got unknown keyword(s) {unknown}; known: {', '.join(known)}")
-    for name, value in friendly.items():
-        if value is None:
-            continue
-        field_name = FRIENDLY_OPTIONS[name]
-        if options.get(field_name) is not None:
-            raise TypeError(f"analyze() got both {name}= and {field_name}=; give one")
-        options[field_name] = value
-
-    base: dict[str, Any] = settings.model_dump() if settings else {}
-    if config is not None:
-        base.update(load_config_file(config))
-    base.update({k: v for k, v in options.items() if v is not None})
-    s = Settings(**base)
-
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    sources, problems = expand_sources([str(p) for p in paths])
-    if not any(src.skipped is None for src in sources):  # nothing to read (same_as: read elsewhere)
-        raise InputError("; ".join(problems) or "no input named")
-    mapper = FieldMapper(s)
-    read = Reader(mapper, forced_format=s.format, progress=progress, keep_fields=keep_fields).read(sources)
-    inputs, malformed_rows, raw = read.inputs, list(read.malformed), read.raw
-    # an input error only when nothing at all was read: a gzip cut short still gave the lines before the cut
-    if all(r.error and r.used + r.ignored == 0 for r in inputs):
-        raise InputError("; ".join(f"{r.path}: {r.error}" for r in inputs))
-    # the raw string columns are as large as the typed events made from them: hold only one of the two
-    del read
-    built = build_events(raw, None, s)
-    del raw
-    if built.rejected.height:
-        account_rejected(built.rejected, built.events, inputs, malformed_rows)
-    problems = [*problems, *built.notes]
-    malformed = pl.DataFrame(malformed_rows, schema=MALFORMED_SCHEMA, orient="row").sort("file", "line")
-    events = compact(built.events)
-    built_local = built.local_time_files
-    del built
-    executions, leases, renewals = reconstruct(events, s)
-    ctx = CheckContext(events=events, executions=executions, leases=leases, renewals=renewals, settings=s)
-    findings = finalize(run_checks(ctx))
-    return Analysis(
-        events=events,
-        executions=executions,
-        leases=leases,
-        renewals=renewals,
-        findings=findings,
-        input_reports=inputs,
-        malformed=malformed,
-        settings=s,
-        problems=problems,
-        local_time_files=dict(built_local),
-    )
-
-
-def _signed_offsets(offsets: Mapping[str, Duration]) -> dict[str, float]:
-    """Per-pod clock offsets: numbers are ms, strings may be signed durations (`"-120ms"`)."""
-    from leaselog.durations import parse_signed_duration_ms
-
-    return {
-        pod: float(v) if isinstance(v, int | float) else parse_signed_duration_ms(v)
-        for pod, v in offsets.items()
-    }

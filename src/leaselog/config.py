@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from leaselog.durations import parse_duration_ms, parse_signed_duration_ms
+from leaselog.vocabulary import CANONICAL_EVENTS, EVENT_ALIASES, FIELD_ALIASES, normalise_event_name
 
 
 def _duration(v: Any) -> Any:
@@ -26,8 +27,6 @@ DurationMs = Annotated[float, BeforeValidator(_duration)]
 
 def _canonical_field(name: str) -> str | None:
     """`job_id`, or any built-in spelling of it (`jobId`), -> the canonical field name."""
-    from leaselog.events import FIELD_ALIASES
-
     if name in FIELD_ALIASES:
         return name
     for canon, keys in FIELD_ALIASES.items():
@@ -37,8 +36,6 @@ def _canonical_field(name: str) -> str | None:
 
 
 def _canonical_event(name: str) -> str | None:
-    from leaselog.events import EVENT_ALIASES, normalise_event_name
-
     hit = EVENT_ALIASES.get(normalise_event_name(name))
     return hit[0] if hit else None
 
@@ -76,8 +73,6 @@ class EventRule(BaseModel):
     @field_validator("event")
     @classmethod
     def _known_event(cls, v: str) -> str:
-        from leaselog.events import CANONICAL_EVENTS
-
         canon = _canonical_event(v)
         if canon is None:
             raise ValueError(f"event {v!r} is not one of {', '.join(CANONICAL_EVENTS)}")
@@ -172,15 +167,11 @@ class Settings(BaseModel):
     @field_validator("fields", mode="before")
     @classmethod
     def _known_fields(cls, v: Any) -> Any:
-        from leaselog.events import FIELD_ALIASES
-
         return _canonical_names(v, _canonical_field, "field", FIELD_ALIASES)
 
     @field_validator("events", mode="before")
     @classmethod
     def _known_events(cls, v: Any) -> Any:
-        from leaselog.events import CANONICAL_EVENTS
-
         return _canonical_names(v, _canonical_event, "event", CANONICAL_EVENTS)
 
     @field_validator("clock_offsets_ms", mode="before")

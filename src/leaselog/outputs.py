@@ -32,6 +32,7 @@ class Outputs:
     json: str | None = None  # a path, or "-" for standard output
     html: str | None = None
     parquet: str | None = None
+    command: tuple[str, ...] = ()  # the command line, shown in the HTML report's provenance
 
 
 def _why(e: OSError) -> str:
@@ -143,11 +144,14 @@ def check_outputs(
 
 def write_outputs(a: Analysis, outputs: Outputs) -> tuple[list[str], list[str]]:
     """Write every output; (what was written, one error line per output that could not be)."""
+    from leaselog.render.document import write_json
+    from leaselog.render.parquet import write_parquet
+
     written: list[str] = []
     failures: list[str] = []
     if outputs.json == STDOUT:
         try:
-            a.write_json(sys.stdout.buffer)
+            write_json(a, sys.stdout.buffer)
             sys.stdout.buffer.write(b"\n")
             sys.stdout.flush()
         except BrokenPipeError:
@@ -155,15 +159,17 @@ def write_outputs(a: Analysis, outputs: Outputs) -> tuple[list[str], list[str]]:
         except OSError as e:
             failures.append(f"--json -: cannot write to standard output: {_why(e)}")
     elif outputs.json is not None:
-        _write(failures, written, "--json", outputs.json, lambda: a.write_json(outputs.json or ""))
+        _write(failures, written, "--json", outputs.json, lambda: write_json(a, outputs.json or ""))
     if outputs.parquet is not None:
         folder = outputs.parquet
-        _write(failures, written, "--parquet", folder, lambda: a.write_parquet(folder), shown=f"{folder}/")
+        _write(failures, written, "--parquet", folder, lambda: write_parquet(a, folder), shown=f"{folder}/")
     if outputs.html is not None:
         from leaselog.render.html import write_report
 
         html = outputs.html
-        _write(failures, written, "--html", html, lambda: write_report(a, html))
+        _write(
+            failures, written, "--html", html, lambda: write_report(a, html, command=outputs.command or None)
+        )
     return written, failures
 
 

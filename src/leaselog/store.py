@@ -1,4 +1,5 @@
-"""Keep an analysis on disk: every frame as Parquet, plus what it takes to rebuild the whole `Analysis`.
+"""Read back an analysis kept on disk (`leaselog.load`): every frame as Parquet, plus what it takes to
+rebuild the whole `Analysis`. `leaselog.render.parquet.write_parquet` writes such a folder.
 
 A big analysis is done once on the command line (`leaselog analyze logs/ --parquet out/`) and explored later
 in a notebook (`leaselog.load("out/")`). The folder holds:
@@ -25,7 +26,7 @@ from leaselog.reading.reader import InputReport
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
 
-__all__ = ["MANIFEST", "STORE_VERSION", "StoreError", "load", "write_parquet"]
+__all__ = ["DERIVED_FRAMES", "MANIFEST", "STORED_FRAMES", "STORE_VERSION", "StoreError", "load"]
 
 STORE_VERSION = 2  # 2: the findings are findings.parquet in full (1 had a findings.json)
 MANIFEST = "leaselog.json"
@@ -38,41 +39,8 @@ class StoreError(ValueError):
     """A folder that cannot be loaded as an analysis; the message says why and names the folder."""
 
 
-def _report_dict(r: InputReport) -> dict[str, Any]:
-    # InputReport.as_dict keeps only the top 20 unmapped event names; a store keeps them all
-    return {**r.as_dict(), "unmapped_events": dict(r.unmapped_events)}
-
-
 def _report(d: dict[str, Any]) -> InputReport:
     return InputReport.from_dict(d)
-
-
-def write_parquet(analysis: Analysis, directory: str | Path) -> Path:
-    """Write `analysis` into `directory` (created if missing; a previous store there is replaced)."""
-    from leaselog import __version__
-
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    manifest_path = out / MANIFEST
-    # drop the old manifest first: until the new one exists, the folder is not a complete store
-    manifest_path.unlink(missing_ok=True)
-    frames: dict[str, dict[str, Any]] = {}
-    for name in (*STORED_FRAMES, *DERIVED_FRAMES):
-        df: pl.DataFrame = getattr(analysis, name)
-        df.write_parquet(out / f"{name}.parquet")
-        frames[name] = {"file": f"{name}.parquet", "rows": df.height}
-    manifest = {
-        "store": "leaselog-analysis",
-        "storeVersion": STORE_VERSION,
-        "leaselogVersion": __version__,
-        "frames": frames,
-        "settings": analysis.settings.model_dump(mode="json"),
-        "inputs": [_report_dict(r) for r in analysis.input_reports],
-        "problems": list(analysis.problems),
-        "localTimeFiles": dict(analysis.local_time_files),
-    }
-    manifest_path.write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-    return out
 
 
 def _read_json(path: Path, folder: Path) -> Any:
@@ -85,7 +53,7 @@ def _read_json(path: Path, folder: Path) -> Any:
 
 
 def load(directory: str | Path) -> Analysis:
-    """Read back what `Analysis.write_parquet` (or `leaselog analyze --parquet DIR`) wrote."""
+    """Read back what `write_parquet` (`leaselog.write_parquet`, `leaselog analyze --parquet DIR`) wrote."""
     from leaselog.analysis import Analysis
 
     folder = Path(directory)
@@ -95,7 +63,7 @@ def load(directory: str | Path) -> Analysis:
     if not manifest_path.is_file():
         raise StoreError(
             f"{folder}: not a leaselog analysis folder (no {MANIFEST}); "
-            "write one with `leaselog analyze LOGS --parquet DIR` or Analysis.write_parquet(DIR)"
+            "write one with `leaselog analyze LOGS --parquet DIR` or leaselog.write_parquet(analysis, DIR)"
         )
     manifest = _read_json(manifest_path, folder)
     if not isinstance(manifest, dict) or manifest.get("store") != "leaselog-analysis":

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import leaselog
 from conftest import jsonl
 from leaselog.checks import REGISTRY
-from leaselog.events import CANONICAL_EVENTS
+from leaselog.vocabulary import CANONICAL_EVENTS
 
 KINDS = {m.kind for m in REGISTRY}
 # every canonical event, plus aliases that imply a field (an outcome, a release result)

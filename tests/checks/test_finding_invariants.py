@@ -68,7 +68,7 @@ def test_invariants_on_every_sample(name: str, paths: list[Path], options: dict[
     assert repeated == [], f"{name}: a check repeats findings: {repeated}"
     for f in raw:
         assert not (f.certainty == "uncertain" and f.severity == "error"), f.message
-    doc = a.to_dict()
+    doc = leaselog.document(a)
     for f in doc["findings"]:
         where = f"{name}: {f['code']} {f['jobId']}"
         assert f["durationMs"] is None or f["durationMs"] >= 0, where
@@ -82,7 +82,7 @@ def test_invariants_on_every_check_case(case: Case) -> None:
     """The same invariants on every data-file check case (tests/fixtures/checks/), each check's own output."""
     a, raw = _raw([case.path], case.options)
     assert len({finding_key(f) for f in raw}) == len(raw), [f.message for f in raw]
-    for f in a.to_dict()["findings"]:
+    for f in leaselog.document(a)["findings"]:
         assert not (f["certainty"] == "uncertain" and f["severity"] == "error"), f["message"]
         assert f["durationMs"] is None or f["durationMs"] >= 0, f["message"]
         assert _negative_figures(f.get("details", {}), "details") == [], f["message"]

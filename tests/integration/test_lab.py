@@ -3,7 +3,7 @@ on a real redis-server.
 
 The scorer tests build a truth.json by hand (the moments a run's workers would have recorded, in
 CLOCK_MONOTONIC ms) and a findings document as leaselog's JSON would carry it, and check that each of
-TRUTH.md's rules scores what it should: a right list scores clean, a deliberately wrong one is scored
+docs/TRUTH.md's rules scores what it should: a right list scores clean, a deliberately wrong one is scored
 missed / false / figure error.
 """
 

@@ -218,7 +218,7 @@ def test_cli_unknown_scenario_is_a_usage_error() -> None:
 
 
 def test_every_scenario_states_its_expectations_in_known_kinds() -> None:
-    contract = {m.kind for m in REGISTRY}  # the registry test holds these to PRODUCT.md
+    contract = {m.kind for m in REGISTRY}  # the registry test holds these to docs/PRODUCT.md
     for s in SCENARIOS.values():
         assert set(s.expected) <= contract and set(s.absent) <= contract, s.name
         assert not set(s.expected) & set(s.absent), s.name

@@ -50,7 +50,7 @@ def test_registry_is_complete_and_ordered() -> None:
     assert set(DETECTION_ORDER) == set(FORMATS) - {"text"}
     for f in FORMATS.values():
         assert f.description and f.maps, f.name
-    # wrappers first (FORMATS.md); a console line starts with a time too, so it is told apart before kubectl
+    # wrappers first (docs/FORMATS.md); a console line starts with a time too, so it is told apart before kubectl
     assert DETECTION_ORDER[:3] == ["cri", "spring-console", "kubectl"]
     assert DETECTION_ORDER[-2:] == ["flat", "logfmt"]
 
@@ -181,7 +181,7 @@ def test_gelf_underscores_stripped_and_host_is_the_pod_of_last_resort(tmp_path: 
 
 
 def test_gelf_host_loses_to_every_pod_field() -> None:
-    from leaselog.events import FIELD_ALIASES
+    from leaselog.vocabulary import FIELD_ALIASES
 
     assert FIELD_ALIASES["pod"][-1] == "gelf.host"
     assert FIELD_ALIASES["pod"][:3] == ["kubernetes.pod_name", "k8s.pod.name", "service.node.name"]

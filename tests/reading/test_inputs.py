@@ -63,7 +63,7 @@ def test_gelf_host_shared_by_every_file_is_not_the_pod(tmp_path: Path) -> None:
         assert r.pod_source == "file name"
         assert r.pod_note is not None and "gelf.host is 'report-worker' in every file" in r.pod_note
     assert _summary(a) == _summary(leaselog.analyze(GELF))  # as when host carried the pod
-    d = a.to_dict()
+    d = leaselog.document(a)
     assert {i["pod_source"] for i in d["inputs"]} == {"file name"}
 
 

@@ -58,6 +58,15 @@ def test_samples_on_disk_are_what_the_generator_writes() -> None:
     assert on_disk == {*shapes.SHAPES, "custom"}
 
 
+def test_every_format_has_a_sample() -> None:
+    """A format comes with its sample: every format is what some sample shape is read as, but `flat` (the
+    other sample folders of sample_logs/ are flat JSON) and `text` (prose, never auto-detected: read with
+    --format text or message rules)."""
+    from leaselog.reading.formats import FORMATS
+
+    assert set(FORMATS) - set(shapes.DETECTED.values()) == {"flat", "text"}
+
+
 @pytest.mark.parametrize("shape", sorted(shapes.SHAPES))
 def test_every_shape_tells_the_flat_story(shape: str, flat: list[tuple[Any, ...]]) -> None:
     a = leaselog.analyze(SAMPLES / shape)

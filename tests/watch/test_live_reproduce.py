@@ -124,7 +124,7 @@ def test_watch_follows_reproduce_pods_live(redis_url: str, tmp_path: Path) -> No
     states = [d["state"] for _, d in written if d["kind"] == "overlapping_executions"]
     assert states[0] == "open" and states[-1] == "final"
 
-    batch = leaselog.analyze(logs).to_dict()["findings"]
+    batch = leaselog.document(leaselog.analyze(logs))["findings"]
     assert {d["kind"] for d in batch} >= {"overlapping_executions", "lease_outlived", "second_attempt"}
     assert final_findings(out.read_bytes()) == normalised(batch)
 
@@ -183,4 +183,6 @@ def test_watch_asks_still_running_while_a_pod_is_paused(redis_url: str, tmp_path
     # the same finding, established by the logs once A wrote again
     same = [d for _, d in written if d["kind"] == "lease_outlived" and d["start"] == d_asked["start"]]
     assert (same[-1]["certainty"], same[-1]["state"]) == ("certain", "final")
-    assert final_findings(out.read_bytes()) == normalised(leaselog.analyze(logs).to_dict()["findings"])
+    assert final_findings(out.read_bytes()) == normalised(
+        leaselog.document(leaselog.analyze(logs))["findings"]
+    )

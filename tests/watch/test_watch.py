@@ -65,7 +65,7 @@ def test_final_findings_equal_analyze_when_lines_arrive_in_pieces(folder: Path, 
         w.tick()
         step += 1
     result = w.finish()
-    expected = leaselog.analyze(str(live)).to_dict()["findings"]
+    expected = leaselog.document(leaselog.analyze(str(live)))["findings"]
     assert final_findings(out.getvalue()) == normalised(expected)
     assert normalised([f.to_json_dict() for f in result.findings]) == normalised(expected)
 
@@ -117,7 +117,9 @@ def test_overlap_is_open_while_running_then_final(tmp_path: Path) -> None:
     overlap = [d for d in done.values() if d["kind"] == "overlapping_executions"]
     assert [d["state"] for d in overlap] == ["final"] and overlap[0]["durationMs"] == 8000.0
     w.finish()
-    assert final_findings(out.getvalue()) == normalised(leaselog.analyze(str(tmp_path)).to_dict()["findings"])
+    assert final_findings(out.getvalue()) == normalised(
+        leaselog.document(leaselog.analyze(str(tmp_path)))["findings"]
+    )
 
 
 def test_still_running_by_the_wall_clock_then_withdrawn_at_exit(tmp_path: Path) -> None:
@@ -190,7 +192,7 @@ def test_kubectl_prefixed_stdin_through_a_pipe(tmp_path: Path) -> None:
     assert p.wait(timeout=60) == 0, p.stderr.read() if p.stderr else ""
     same = tmp_path / "stream.log"
     same.write_bytes(stream)
-    expected = leaselog.analyze(str(same)).to_dict()["findings"]
+    expected = leaselog.document(leaselog.analyze(str(same)))["findings"]
     got = final_findings(out.read_bytes())
     assert got == normalised(json.loads(json.dumps(expected).replace(str(same), "<stdin>")))
     pods = {pod for d in expected for pod in d["pods"]}
@@ -280,7 +282,9 @@ def test_a_signal_ends_the_watch_with_every_finding_final(sig: signal.Signals, t
     finally:
         if p.poll() is None:
             p.kill()
-    assert final_findings(out.read_bytes()) == normalised(leaselog.analyze(str(logs)).to_dict()["findings"])
+    assert final_findings(out.read_bytes()) == normalised(
+        leaselog.document(leaselog.analyze(str(logs)))["findings"]
+    )
 
 
 def test_jobs_ended_long_ago_are_forgotten_and_their_findings_final(tmp_path: Path) -> None:
@@ -324,7 +328,9 @@ def test_jobs_ended_long_ago_are_forgotten_and_their_findings_final(tmp_path: Pa
     assert result.forgotten_findings == dict(Counter(d["severity"] for d in old))
     # the lines written still hold every job's findings as analyze gives them (lease_settings aside: it
     # summarises the jobs kept, not the forgotten ones)
-    per_job = [d for d in leaselog.analyze(str(tmp_path)).to_dict()["findings"] if d["jobId"] is not None]
+    per_job = [
+        d for d in leaselog.document(leaselog.analyze(str(tmp_path)))["findings"] if d["jobId"] is not None
+    ]
     got = [x for x in final_findings(out.getvalue()) if '"jobId": null' not in x]
     assert got == normalised(per_job) and any('"old-1"' in x for x in got)
 

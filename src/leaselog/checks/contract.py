@@ -9,7 +9,7 @@ one partition of a fleet, a live window) and phrased only when someone reads the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -17,6 +17,7 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.findings import Severity
+from leaselog.fleet import FleetContext
 
 Scope = Literal["job", "fleet"]
 
@@ -49,6 +50,9 @@ class CheckContext:
     leases: pl.DataFrame
     renewals: pl.DataFrame
     settings: Settings
+    # the whole input's facts (`leaselog.fleet`) when these frames are one part of it; None: these frames
+    # are the whole input, and the facts are computed from them (`fleet_of`)
+    fleet: FleetContext | None = None
     # frames several checks derive the same way (e.g. `completions`, another check's detected rows),
     # derived once per analysis
     derived: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
@@ -56,6 +60,10 @@ class CheckContext:
 
 Detect = Callable[[CheckContext], pl.DataFrame]
 Explain = Callable[[pl.DataFrame, CheckContext], pl.Series]
+# a fleet check's part of one split of the jobs (named frames), and how parts become its detected rows
+Partial = dict[str, pl.DataFrame]
+PartialFn = Callable[[CheckContext], Partial]
+MergeFn = Callable[[Sequence[Partial], Settings], pl.DataFrame]
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,8 @@ class Check:
 
     `scope` says what a check needs to see: "job" checks give the same rows for a job whatever other jobs
     are analysed with it (the engine may run them on any split of whole jobs); "fleet" checks read across
-    jobs and run once over everything. `doc` is the check module's docstring (summary, anti-pattern,
+    jobs: `partial(ctx)` gives what one split of the jobs contributes, `merge(partials, settings)` the
+    detected rows of all of them (exactly `detect` on the whole input). `doc` is the check module's docstring (summary, anti-pattern,
     best practice), filled in by the registry.
     """
 
@@ -75,6 +84,15 @@ class Check:
     explain: Explain
     scope: Scope = "job"
     doc: str = ""
+    partial: PartialFn | None = None
+    merge: MergeFn | None = None
+
+
+def fleet_of(ctx: CheckContext) -> FleetContext:
+    """The whole input's facts: given with the context, or (the context holds the whole input) its own."""
+    if ctx.fleet is not None:
+        return ctx.fleet
+    return FleetContext(derived(ctx, "fleet:log_ends", lambda: FleetContext.of(ctx.events).log_ends))
 
 
 def derived(ctx: CheckContext, name: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:

@@ -142,6 +142,29 @@ def one_or_two(a: str, b: str) -> pl.Expr:
     return pl.when(pl.col(a).eq_missing(pl.col(b))).then(pl.concat_list(a)).otherwise(pl.concat_list(a, b))
 
 
+def timedelta_ms(delta: pl.Expr) -> pl.Expr:
+    """A duration in milliseconds exactly as Python's `timedelta.total_seconds() * 1000` gives it.
+
+    polars' own float division can differ from IEEE division in the last bit (`28751000 / 1e6 * 1000` is
+    28750.999999999996 in polars 2.1, 28751.0 in Python): where a figure used to be computed in Python and
+    reaches the output, numpy's true division keeps it the same.
+    """
+    return delta.dt.total_microseconds().map_batches(
+        lambda s: pl.Series(s.name, s.cast(pl.Float64).to_numpy() / 1_000_000 * 1000).fill_nan(None),
+        return_dtype=pl.Float64,
+    )
+
+
+def isoformat(e: pl.Expr) -> pl.Expr:
+    """`datetime.isoformat()` of a UTC moment, as the JSON details of a finding carry one: seconds, then
+    microseconds only when there are any, then `+00:00` (null stays null)."""
+    return (
+        pl.when(e.dt.microsecond() == 0)
+        .then(e.dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"))
+        .otherwise(e.dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"))
+    )
+
+
 def json_value(e: pl.Expr) -> pl.Expr:
     """`e`'s value as JSON text (a string quoted and escaped, a list as an array), as `details()` writes it."""
     return pl.struct(e.alias("v")).struct.json_encode().str.strip_prefix('{"v":').str.strip_suffix("}")

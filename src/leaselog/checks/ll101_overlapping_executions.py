@@ -16,7 +16,15 @@ import polars as pl
 
 from leaselog.checks.certainty import certainty_columns, handover_skew_columns
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import at_file, completions, evidence, one_or_two, pairs_of, skew_details
+from leaselog.checks.frames import (
+    at_file,
+    completions,
+    evidence,
+    one_or_two,
+    pairs_of,
+    skew_details,
+    timedelta_ms,
+)
 from leaselog.checks.phrasing import durations, moments, text
 
 _COLS = [
@@ -119,7 +127,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     found = found.join(latency, on="execution_id", how="left", nulls_equal=True).with_columns(
         overlapped.alias("leases_overlapped"),
         handover.alias("handover"),
-        pl.when(handover).then(gap.dt.total_microseconds() / 1_000_000 * 1000).alias("handover_gap_ms"),
+        pl.when(handover).then(timedelta_ms(gap)).alias("handover_gap_ms"),
         (a.is_in(completed) | b.is_in(completed)).fill_null(False).alias("completed"),
         a.is_in(accepted).fill_null(False).alias("a_accepted"),
         b.is_in(accepted).fill_null(False).alias("b_accepted"),

@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext, derived
-from leaselog.checks.frames import at_file
+from leaselog.checks.contract import Check, CheckContext, derived
+from leaselog.checks.frames import at_file, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
-from leaselog.findings import NO_LINE, Evidence, Finding, Severity
 from leaselog.reconstruct import elapsed_bounds
-
-CODE = "LL102"
-KIND = "lease_outlived"
-SEVERITY: Severity = "error"
 
 
 def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -54,10 +49,10 @@ def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    """One row per zombie (the executions `zombies` gives, in its order: job, expiry), with the first
+    other acquisition of the key after this one's (`next_*`, `taken_over` when it came while it ran)."""
     z = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events))
-    if z.height == 0:
-        return []
     # only what the findings are made of goes through the joins below (executions have ~80 columns)
     z = z.select(
         "job_id", "execution_id", "timeline", "pod", "clock", "ttl_ms", "renewals", "end_kind", "acquired_at",
@@ -84,83 +79,66 @@ def check(ctx: CheckContext) -> list[Finding]:
     alone = z.join(taken.select("job_id", "execution_id"), on=["job_id", "execution_id"], how="anti")
     z = pl.concat([taken, alone], how="diagonal_relaxed").sort("job_id", "expires_at")
     # the takeover counts only when it happened while the zombie still ran
-    z = z.with_columns((pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over"))
+    taken_over = pl.col("taken_over")
+    return z.with_columns(
+        (pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over")
+    ).with_columns(
+        pl.when(taken_over)
+        .then(pl.concat_list("execution_id", "next_id"))
+        .otherwise(pl.concat_list("execution_id"))
+        .alias("execution_ids"),
+        pl.concat_list("pod").alias("pods"),
+        # the finding runs from the expiry to the zombie's end (`end`, the execution's own)
+        pl.col("expires_at").alias("start"),
+        pl.col("zombie_ms").alias("duration_ms"),
+        evidence(
+            (pl.col("acquired_file"), pl.col("acquired_line"), "lease acquired"),
+            (at_file("ended", "last"), pl.coalesce("ended_line", "last_line"), "still running / ends"),
+            (
+                pl.col("next_file"),
+                pl.when(taken_over).then(pl.col("next_line")),
+                "another execution acquires",
+            ),
+        ).alias("evidence"),
+        details(
+            ttlMs=pl.col("ttl_ms"),
+            runtimeMs=pl.col("runtime_ms"),
+            openEnded=(pl.col("end_kind") == "open").fill_null(False),
+        ).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     ck = "clock"
-    message = pl.concat_str(
-        pl.format(
-            "{} ({}) acquired {} at {} with a {} lease; the lease expired at {} ({}) and {} {}: {} as a "
-            "zombie without the lock.",
-            text("execution_id"),
-            text("pod"),
-            text("job_id"),
-            moments(z, "acquired_at", ck),
-            durations(z["ttl_ms"]),
-            moments(z, "expires_at", ck),
-            pl.when(pl.col("renewals") == 0)
-            .then(pl.lit("no renewal extended it"))
-            .otherwise(pl.lit("no later renewal was confirmed")),
-            pl.when(pl.col("end_kind") == "open")
-            .then(pl.lit("its log ends"))
-            .otherwise(pl.lit("it kept running until")),
-            moments(z, "end", ck),
-            durations(z["zombie_ms"]),
-        ),
-        pl.when("taken_over")
-        .then(pl.format(" Meanwhile {} acquired the key at {}.", text("next_id"), moments(z, "next_at", ck)))
-        .otherwise(pl.lit("")),
-    )
-    z = z.with_columns(
-        message.alias("message"),
-        at_file("ended", "last").alias("ends_file"),
-        pl.coalesce("ended_line", "last_line").alias("ends_line"),
-    )
-    out: list[Finding] = []
-    for (
-        job_id, execution_id, pod, expires_at, end, zombie_ms, ttl_ms, runtime_ms, end_kind, message_text,
-        acquired_file, acquired_line, ends_file, ends_line, taken_over, next_id, next_file, next_line,
-    ) in zip(*(z[c].to_list() for c in _USED), strict=True):  # fmt: skip
-        evidence = Evidence.known(
-            (acquired_file, acquired_line, "lease acquired"),
-            (ends_file, ends_line, "still running / ends"),
-            (next_file, next_line, "another execution acquires") if taken_over else NO_LINE,
-        )
-        out.append(
-            Finding.of(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=job_id,
-                execution_ids=(execution_id, next_id) if taken_over else (execution_id,),
-                pods=(pod,),
-                start=expires_at,
-                end=end,
-                duration_ms=zombie_ms,
-                message=message_text,
-                evidence=evidence,
-                details={"ttlMs": ttl_ms, "runtimeMs": runtime_ms, "openEnded": end_kind == "open"},
+    return rows.select(
+        pl.concat_str(
+            pl.format(
+                "{} ({}) acquired {} at {} with a {} lease; the lease expired at {} ({}) and {} {}: {} as a "
+                "zombie without the lock.",
+                text("execution_id"),
+                text("pod"),
+                text("job_id"),
+                moments(rows, "acquired_at", ck),
+                durations(rows["ttl_ms"]),
+                moments(rows, "expires_at", ck),
+                pl.when(pl.col("renewals") == 0)
+                .then(pl.lit("no renewal extended it"))
+                .otherwise(pl.lit("no later renewal was confirmed")),
+                pl.when(pl.col("end_kind") == "open")
+                .then(pl.lit("its log ends"))
+                .otherwise(pl.lit("it kept running until")),
+                moments(rows, "end", ck),
+                durations(rows["zombie_ms"]),
+            ),
+            pl.when("taken_over")
+            .then(
+                pl.format(
+                    " Meanwhile {} acquired the key at {}.", text("next_id"), moments(rows, "next_at", ck)
+                )
             )
-        )
-    return out
+            .otherwise(pl.lit("")),
+        ).alias("message")
+    ).to_series()
 
 
-# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
-_USED = [
-    "job_id",
-    "execution_id",
-    "pod",
-    "expires_at",
-    "end",
-    "zombie_ms",
-    "ttl_ms",
-    "runtime_ms",
-    "end_kind",
-    "message",
-    "acquired_file",
-    "acquired_line",
-    "ends_file",
-    "ends_line",
-    "taken_over",
-    "next_id",
-    "next_file",
-    "next_line",
-]
+CHECK = Check("LL102", "lease_outlived", "error", detect, explain)

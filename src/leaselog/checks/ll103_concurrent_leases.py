@@ -15,16 +15,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.certainty import certainty_for
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import ev, ms_expr, pairs_of
-from leaselog.checks.phrasing import when
-from leaselog.durations import format_duration
-from leaselog.findings import Finding
-
-CODE = "LL103"
-KIND = "concurrent_leases"
-SEVERITY = "error"
+from leaselog.checks.certainty import certainty_columns
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import details, evidence, ms_expr, one_or_two, pairs_of
+from leaselog.checks.phrasing import durations, moments, text
 
 _COLS = [
     "execution_id",
@@ -71,69 +65,100 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     ).join(lz, on=["job_id", "execution_id"], how="left", maintain_order="left")
 
 
-def check(ctx: CheckContext) -> list[Finding]:
-    out: list[Finding] = []
-    for r in pairs(ctx.executions, ctx.leases).iter_rows(named=True):
-        a, b = r["execution_id"], r["execution_id_b"]
-        ck_a, ck_b = r["clock"], r["clock_b"]
-        size = r["size_ms"]
-        lat = r["confirm_latency_ms"] or 0.0
-        # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to
-        # that latency, so only the part beyond skew + latency is proven.
-        certainty, caveat = certainty_for(size - lat, [r["pod"], r["pod_b"]], [ck_a, ck_b], ctx.settings)
-        confirmed = (
-            f"acquired at {when(r['acquired_at'], ck_a)}"
-            if r["last_confirmed_at"] == r["acquired_at"]
-            else f"last renewed at {when(r['last_confirmed_at'], ck_a)}"
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    found = pairs(ctx.executions, ctx.leases)
+    # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
+    # latency, so only the part beyond skew + latency is proven.
+    proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
+    a_id, b_id = text("execution_id"), text("execution_id_b")
+    # a's last confirmation is cited apart only when it is another line than its acquire
+    apart = ~(
+        pl.col("last_confirmed_file").eq_missing(pl.col("acquired_file"))
+        & pl.col("last_confirmed_line").eq_missing(pl.col("acquired_line"))
+    )
+    found = found.with_columns(
+        proven.alias("proven_ms"),
+        *certainty_columns(proven, ("pod", "pod_b"), ("clock", "clock_b"), ctx.settings),
+    )
+    return found.with_columns(
+        pl.concat_list("execution_id", "execution_id_b").alias("execution_ids"),
+        one_or_two("pod", "pod_b").alias("pods"),
+        pl.col("acquired_at_b").alias("start"),
+        pl.col("both_until").alias("end"),
+        pl.col("size_ms").alias("duration_ms"),
+        # what the logs cannot prove is never an error
+        pl.when(pl.col("certainty") == "certain")
+        .then(pl.lit(CHECK.severity))
+        .otherwise(pl.lit("warning"))
+        .alias("severity"),
+        # an uncertain size on two wall clocks still says how far apart the clocks must be, if Redis behaved
+        (
+            (pl.col("certainty") == "uncertain")
+            & pl.col("pod").ne_missing(pl.col("pod_b"))
+            & (pl.col("clock") == "wall")
+            & (pl.col("clock_b") == "wall")
+            & (pl.col("proven_ms") > 0)
         )
-        message = (
-            f"{b} ({r['pod_b']}) acquired {r['job_id']} at {when(r['acquired_at_b'], ck_b)} while {a}'s lease "
-            f"({r['pod']}, {confirmed} with a {format_duration(r['ttl_ms'])} TTL) was valid until "
-            f"{when(r['valid_until'], ck_a)}: two valid leases for one key for {format_duration(size)}. "
-            "Redis should never allow that: it takes a failover that lost the key, clocks that disagree, or "
-            "a bug in the lock. Unlike overlapping executions with disjoint leases, here the lock itself failed."
-        )
-        if (
-            certainty == "uncertain"
-            and r["pod"] != r["pod_b"]
-            and ck_a == "wall"
-            and ck_b == "wall"
-            and size - lat > 0
-        ):
-            message += (
-                f" If Redis behaved, {r['pod']}'s clock runs at least {format_duration(size - lat)} ahead of "
-                f"{r['pod_b']}'s."
-            )
-        message += caveat
-        evidence = [
-            *ev(r["acquired_file"], r["acquired_line"], f"{a} acquires"),
-            *(
-                ev(r["last_confirmed_file"], r["last_confirmed_line"], f"{a}'s lease last confirmed")
-                if (r["last_confirmed_file"], r["last_confirmed_line"])
-                != (r["acquired_file"], r["acquired_line"])
-                else []
+        .fill_null(False)
+        .alias("clocks_disagree"),
+        evidence(
+            (pl.col("acquired_file"), pl.col("acquired_line"), pl.format("{} acquires", a_id)),
+            (
+                pl.col("last_confirmed_file"),
+                pl.when(apart).then(pl.col("last_confirmed_line")),
+                pl.format("{}'s lease last confirmed", a_id),
             ),
-            *ev(r["acquired_file_b"], r["acquired_line_b"], f"{b} acquires while {a}'s lease is valid"),
-        ]
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                # what the logs cannot prove is never an error
-                severity=SEVERITY if certainty == "certain" else "warning",
-                certainty=certainty,
-                job_id=r["job_id"],
-                execution_ids=(a, b),
-                pods=tuple(dict.fromkeys([r["pod"], r["pod_b"]])),
-                start=r["acquired_at_b"],
-                end=r["both_until"],
-                duration_ms=size,
-                message=message,
-                evidence=tuple(evidence),
-                details={
-                    "confirmLatencyMs": r["confirm_latency_ms"],
-                    "fencingTokens": [r["fencing_token"], r["fencing_token_b"]],
-                },
+            (
+                pl.col("acquired_file_b"),
+                pl.col("acquired_line_b"),
+                pl.format("{} acquires while {}'s lease is valid", b_id, a_id),
+            ),
+        ).alias("evidence"),
+        details(
+            confirmLatencyMs=pl.col("confirm_latency_ms"),
+            fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        ).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    a, b = text("execution_id"), text("execution_id_b")
+    confirmed = (
+        pl.when(pl.col("last_confirmed_at").eq_missing(pl.col("acquired_at")))
+        .then(pl.format("acquired at {}", moments(rows, "acquired_at", "clock")))
+        .otherwise(pl.format("last renewed at {}", moments(rows, "last_confirmed_at", "clock")))
+    )
+    return rows.select(
+        pl.concat_str(
+            pl.format(
+                "{} ({}) acquired {} at {} while {}'s lease ({}, {} with a {} TTL) was valid until {}: two valid "
+                "leases for one key for {}. Redis should never allow that: it takes a failover that lost the key, "
+                "clocks that disagree, or a bug in the lock. Unlike overlapping executions with disjoint leases, "
+                "here the lock itself failed.",
+                b,
+                text("pod_b"),
+                text("job_id"),
+                moments(rows, "acquired_at_b", "clock_b"),
+                a,
+                text("pod"),
+                confirmed,
+                durations(rows["ttl_ms"]),
+                moments(rows, "valid_until", "clock"),
+                durations(rows["size_ms"]),
+            ),
+            pl.when(pl.col("clocks_disagree"))
+            .then(
+                pl.format(
+                    " If Redis behaved, {}'s clock runs at least {} ahead of {}'s.",
+                    text("pod"),
+                    durations(rows["proven_ms"]),
+                    text("pod_b"),
+                )
             )
-        )
-    return out
+            .otherwise(pl.lit("")),
+            pl.col("caveat"),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL103", "concurrent_leases", "error", detect, explain)

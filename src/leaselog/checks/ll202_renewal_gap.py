@@ -22,18 +22,19 @@ gap; so is a silence of renewals after the last successful one while the executi
 
 from __future__ import annotations
 
+import orjson
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import ev, events_where, ms_expr
+from leaselog.checks.contract import DETECTED, Check, CheckContext
+from leaselog.checks.frames import events_where, ms_expr
 from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.findings import Severity
 from leaselog.reconstruct import EXEC_KEYS, WORK_EVENTS
 
 CODE = "LL202"
 KIND = "renewal_gap"
-SEVERITY = "warning"
+SEVERITY: Severity = "warning"
 
 GAP_FACTOR = 1.5
 MIN_SPACINGS = 3
@@ -217,10 +218,56 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
     return pl.concat([mid, tail], how="diagonal_relaxed").sort("job_id", "gap_start")
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    """One row per gap (`gaps`), with the finding's columns."""
     g = gaps(ctx)
-    out: list[Finding] = []
-    for r in g.iter_rows(named=True):
+    if g.height == 0:
+        return pl.DataFrame(schema=DETECTED)
+    if "longest_silence_ms" not in g.columns:  # (no gap between two renewals, only trailing ones)
+        g = g.with_columns(pl.lit(None, dtype=pl.Float64).alias("longest_silence_ms"))
+    between = pl.col("gap_kind") == "between"
+    evidence = pl.concat_list(
+        _evidence("start_file", "start_line", pl.lit("last renewal (or acquire) before the gap")),
+        _evidence(
+            "end_file",
+            "end_line",
+            pl.when(between).then(pl.lit("next renewal attempt")).otherwise(pl.lit("still working")),
+        ),
+    ).list.drop_nulls()
+    details = [
+        orjson.dumps(
+            {
+                "intervalMs": interval,
+                "intervalSource": source,
+                "gapKind": kind,
+                "linesInside": inside,
+                "longestSilenceMs": silence,
+            }
+        ).decode()
+        for interval, source, kind, inside, silence in g.select(
+            "interval_ms", "interval_source", "gap_kind", "lines_inside", "longest_silence_ms"
+        ).iter_rows()
+    ]
+    return g.with_columns(
+        pl.concat_list("execution_id").alias("execution_ids"),
+        pl.concat_list("pod").alias("pods"),
+        pl.col("gap_start").alias("start"),
+        pl.col("gap_end").alias("end"),
+        pl.col("gap_ms").alias("duration_ms"),
+        evidence.alias("evidence"),
+        pl.Series("details", details, dtype=pl.String),
+    )
+
+
+def _evidence(file: str, line: str, note: pl.Expr) -> pl.Expr:
+    """One evidence record, null when its line is unknown."""
+    known = pl.col(file).is_not_null() & pl.col(line).is_not_null()
+    return pl.when(known).then(pl.struct(file=pl.col(file), line=pl.col(line).cast(pl.Int64), note=note))
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    out: list[str] = []
+    for r in rows.iter_rows(named=True):
         ck = r["clock"]
         who = f"{r['execution_id']} ({r['pod']})"
         iv = f"{format_duration(r['interval_ms'])} {r['interval_source']} renewal interval"
@@ -261,33 +308,8 @@ def check(ctx: CheckContext) -> list[Finding]:
                 f"{size} without renewal against a {iv}. The renewal task stopped or starved while the job "
                 "went on."
             )
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"],),
-                pods=(r["pod"],),
-                start=r["gap_start"],
-                end=r["gap_end"],
-                duration_ms=r["gap_ms"],
-                message=message,
-                evidence=(
-                    *ev(r["start_file"], r["start_line"], "last renewal (or acquire) before the gap"),
-                    *ev(
-                        r["end_file"],
-                        r["end_line"],
-                        "next renewal attempt" if r["gap_kind"] == "between" else "still working",
-                    ),
-                ),
-                details={
-                    "intervalMs": r["interval_ms"],
-                    "intervalSource": r["interval_source"],
-                    "gapKind": r["gap_kind"],
-                    "linesInside": r["lines_inside"],
-                    "longestSilenceMs": r.get("longest_silence_ms"),
-                },
-            )
-        )
-    return out
+        out.append(message)
+    return pl.Series("message", out, dtype=pl.String)
+
+
+CHECK = Check(CODE, KIND, SEVERITY, detect, explain)

@@ -13,18 +13,14 @@ check before each bounded unit of work and before completing, and log when it ac
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import ev, events_where, ms_expr
-from leaselog.checks.phrasing import renewal_phrase, when
-from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import details, events_where, evidence, ms_expr
+from leaselog.checks.phrasing import durations, moments, renewal_phrases, text
 from leaselog.reconstruct import WORK_EVENTS
-
-CODE = "LL203"
-KIND = "ownership_loss_unhandled"
-SEVERITY = "error"
 
 
 def unhandled(executions: pl.DataFrame) -> pl.DataFrame:
@@ -40,19 +36,21 @@ def unhandled(executions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     u = unhandled(ctx.executions)
-    if u.height == 0:
-        return []
     keys = ["job_id", "execution_id"]
     # what happened on the line that cast doubt, and on the last work line (joined, not looked up per row).
     # One line can hold several records (an OTLP export's batch): only the record of the right kind, at
     # the right moment, is taken, and at most one per line, so a finding is never repeated.
     cols = [*keys, "file", "line", "t", "event", "raw_event", "renewal_outcome", "reason"]
-    doubt_ev = events_where(ctx, pl.col("event").is_in(["lease_renewal", "ownership_lost"]), cols).unique(
-        [*keys, "file", "line", "t"], keep="first", maintain_order=True
-    )
-    work_ev = events_where(ctx, pl.col("event").is_in(WORK_EVENTS), cols).unique(
+    # only the events of the executions found are looked at (usually none or a few: then none at all)
+    ours = pl.col("execution_id").is_in(u["execution_id"].unique().implode())
+    if u.height == 0:
+        ctx = replace(ctx, events=ctx.events.clear())
+    doubt_ev = events_where(
+        ctx, ours & pl.col("event").is_in(["lease_renewal", "ownership_lost"]), cols
+    ).unique([*keys, "file", "line", "t"], keep="first", maintain_order=True)
+    work_ev = events_where(ctx, ours & pl.col("event").is_in(WORK_EVENTS), cols).unique(
         [*keys, "file", "line", "t"], keep="last", maintain_order=True
     )
     u = u.join(
@@ -79,7 +77,7 @@ def check(ctx: CheckContext) -> list[Finding]:
         how="left",
     )
     accepted = (
-        events_where(ctx, (pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
+        events_where(ctx, ours & (pl.col("event") == "completion") & (pl.col("outcome") == "accepted"))
         .join(u.select(*keys, "ownership_uncertain_at"), on=keys, how="inner")
         .filter(pl.col("t") > pl.col("ownership_uncertain_at"))
         .group_by(keys)
@@ -95,46 +93,68 @@ def check(ctx: CheckContext) -> list[Finding]:
     u = u.filter(
         ~only_doubt.fill_null(False) | (pl.col("last_work_at") > pl.col("valid_until")).fill_null(True)
     )
-    out: list[Finding] = []
-    for r in u.iter_rows(named=True):
-        ck = r["clock"]
-        if r["cause_event"] == "ownership_lost":
-            cause = "ownership_lost" + (f" ({r['reason']})" if r["reason"] else "")
-        else:
-            outcome = r["renewal_outcome"]
-            cause = renewal_phrase(outcome, outcome == "success")
-        message = (
-            f"{r['execution_id']} ({r['pod']}) lost its hold on {r['job_id']} at "
-            f"{when(r['ownership_uncertain_at'], ck)} ({cause}) but no stop was requested: it kept working for "
-            f"{format_duration(r['worked_ms'])}, until {when(r['last_work_at'], ck)} ({r['last_name'] or 'work'})."
-        )
-        if r["accepted_at"] is not None:
-            message += f" Its completion was still accepted at {when(r['accepted_at'], ck)}."
-        message += (
-            " Ownership loss must produce deliberate, observable behaviour: mark the execution "
-            "ownership-uncertain, request cancellation and stop at the next checkpoint."
-        )
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"],),
-                pods=(r["pod"],),
-                start=r["ownership_uncertain_at"],
-                end=r["last_work_at"],
-                duration_ms=r["worked_ms"],
-                message=message,
-                evidence=(
-                    *ev(
-                        r["ownership_uncertain_file"],
-                        r["ownership_uncertain_line"],
-                        "ownership lost / uncertain",
-                    ),
-                    *ev(r["last_work_file"], r["last_work_line"], "still working"),
+    lost = pl.col("cause_event") == "ownership_lost"
+    reason = pl.col("reason")
+    cause = (
+        pl.when(lost & reason.is_not_null() & (reason != ""))
+        .then(pl.format("ownership_lost ({})", reason))
+        .when(lost)
+        .then(pl.lit("ownership_lost"))
+        .otherwise(renewal_phrases(pl.col("renewal_outcome"), pl.col("renewal_outcome") == "success"))
+    )
+    # (the execution's own trigger is no trigger of the finding)
+    return (
+        u.rename({"trigger": "execution_trigger"})
+        .with_columns(
+            cause.alias("cause"),
+            pl.concat_list("execution_id").alias("execution_ids"),
+            pl.concat_list("pod").alias("pods"),
+            pl.col("ownership_uncertain_at").alias("start"),
+            pl.col("last_work_at").alias("end"),
+            pl.col("worked_ms").alias("duration_ms"),
+            evidence(
+                (
+                    pl.col("ownership_uncertain_file"),
+                    pl.col("ownership_uncertain_line"),
+                    "ownership lost / uncertain",
                 ),
-                details={"cause": cause, "completionAcceptedAfter": r["accepted_at"] is not None},
+                (pl.col("last_work_file"), pl.col("last_work_line"), "still working"),
+            ).alias("evidence"),
+        )
+        .with_columns(
+            details(cause=pl.col("cause"), completionAcceptedAfter=pl.col("accepted_at").is_not_null()).alias(
+                "details"
             )
         )
-    return out
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    ck = "clock"
+    last_name = pl.col("last_name")
+    return rows.select(
+        pl.concat_str(
+            pl.format(
+                "{} ({}) lost its hold on {} at {} ({}) but no stop was requested: it kept working for {}, until "
+                "{} ({}).",
+                text("execution_id"),
+                text("pod"),
+                text("job_id"),
+                moments(rows, "ownership_uncertain_at", ck),
+                pl.col("cause"),
+                durations(rows["worked_ms"]),
+                moments(rows, "last_work_at", ck),
+                pl.when(last_name.is_null() | (last_name == "")).then(pl.lit("work")).otherwise(last_name),
+            ),
+            pl.when(pl.col("accepted_at").is_not_null())
+            .then(pl.format(" Its completion was still accepted at {}.", moments(rows, "accepted_at", ck)))
+            .otherwise(pl.lit("")),
+            pl.lit(
+                " Ownership loss must produce deliberate, observable behaviour: mark the execution "
+                "ownership-uncertain, request cancellation and stop at the next checkpoint."
+            ),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL203", "ownership_loss_unhandled", "error", detect, explain)

@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import STOP_STATUSES, ev, ms_expr
-from leaselog.checks.phrasing import when
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import STOP_STATUSES, details, evidence, ms_expr
+from leaselog.checks.phrasing import durations, moments, text
 from leaselog.durations import format_duration
-from leaselog.findings import Finding
-
-CODE = "LL204"
-KIND = "stop_delayed"
-SEVERITY = "warning"
 
 
 def stop_delays(executions: pl.DataFrame) -> pl.DataFrame:
@@ -60,7 +55,7 @@ def stop_delays(executions: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(ms_expr("stop_from", "stop_to").alias("stop_delay_ms"))
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     slo = ctx.settings.stop_slo_ms
     # an ownership loss with no stop request counts here only when the worker did stop in the end;
     # one that just kept working is ownership_loss_unhandled's finding, not a slow stop
@@ -77,50 +72,72 @@ def check(ctx: CheckContext) -> list[Finding]:
         .filter((pl.col("stop_delay_ms") > slo) & handled)
         .sort("job_id", "stop_from")
     )
-    out: list[Finding] = []
-    for r in d.iter_rows(named=True):
-        ck = r["clock"]
-        why = f" ({r['stop_reason']})" if r["stop_from_kind"] == "stop request" and r["stop_reason"] else ""
-        start = (
-            f"{r['execution_id']} ({r['pod']}) had a {r['stop_from_kind']}{why} on {r['job_id']} at "
-            f"{when(r['stop_from'], ck)}"
-        )
-        if r["confirmed"] and r["end_event"] == "job_stopped":
-            message = f"{start} and confirmed it stopped at {when(r['stop_to'], ck)}"
-        elif r["confirmed"]:
-            message = (
-                f"{start} and confirmed it stopped at {when(r['stop_to'], ck)} (job_finished, status "
-                f"{r['finish_status']})"
+    confirmed = pl.col("confirmed")
+    # (the execution's own trigger, start and end are no trigger or span of the finding)
+    return d.rename(
+        {"trigger": "execution_trigger", "start": "execution_start", "end": "execution_end"}
+    ).with_columns(
+        pl.concat_list("execution_id").alias("execution_ids"),
+        pl.concat_list("pod").alias("pods"),
+        pl.col("stop_from").alias("start"),
+        pl.col("stop_to").alias("end"),
+        pl.col("stop_delay_ms").alias("duration_ms"),
+        evidence(
+            (pl.col("stop_from_file"), pl.col("stop_from_line"), pl.col("stop_from_kind")),
+            (
+                pl.col("stop_to_file"),
+                pl.col("stop_to_line"),
+                pl.when(confirmed).then(pl.lit("stopped")).otherwise(pl.lit("still working")),
+            ),
+        ).alias("evidence"),
+        details(stopSloMs=pl.lit(slo), confirmed=confirmed, **{"from": pl.col("stop_from_kind")}).alias(
+            "details"
+        ),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    ck = "clock"
+    confirmed, reason = pl.col("confirmed"), pl.col("stop_reason")
+    why = (
+        pl.when((pl.col("stop_from_kind") == "stop request") & reason.is_not_null() & (reason != ""))
+        .then(pl.format(" ({})", reason))
+        .otherwise(pl.lit(""))
+    )
+    begin = pl.format(
+        "{} ({}) had a {}{} on {} at {}",
+        text("execution_id"),
+        text("pod"),
+        text("stop_from_kind"),
+        why,
+        text("job_id"),
+        moments(rows, "stop_from", ck),
+    )
+    stop_to = moments(rows, "stop_to", ck)
+    how = (
+        pl.when(confirmed & (pl.col("end_event") == "job_stopped"))
+        .then(pl.format(" and confirmed it stopped at {}", stop_to))
+        .when(confirmed)
+        .then(
+            pl.format(
+                " and confirmed it stopped at {} (job_finished, status {})", stop_to, text("finish_status")
             )
-        else:
-            message = (
-                f"{start}; no stop was ever confirmed, and it was still working at {when(r['stop_to'], ck)}"
-            )
-        delay = format_duration(r["stop_delay_ms"])
-        message += (
-            f": {'at least ' if not r['confirmed'] else ''}{delay}, over the {format_duration(slo)} stop target. "
-            "Cancellation is cooperative: the work between the request and the stop ran without a valid "
-            "lease; check the distance between checkpoints."
         )
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"],),
-                pods=(r["pod"],),
-                start=r["stop_from"],
-                end=r["stop_to"],
-                duration_ms=r["stop_delay_ms"],
-                message=message,
-                evidence=(
-                    *ev(r["stop_from_file"], r["stop_from_line"], r["stop_from_kind"]),
-                    *ev(
-                        r["stop_to_file"], r["stop_to_line"], "stopped" if r["confirmed"] else "still working"
-                    ),
-                ),
-                details={"stopSloMs": slo, "confirmed": r["confirmed"], "from": r["stop_from_kind"]},
-            )
-        )
-    return out
+        .otherwise(pl.format("; no stop was ever confirmed, and it was still working at {}", stop_to))
+    )
+    return rows.select(
+        pl.concat_str(
+            begin,
+            how,
+            pl.format(
+                ": {}{}, over the {} stop target. Cancellation is cooperative: the work between the request and "
+                "the stop ran without a valid lease; check the distance between checkpoints.",
+                pl.when(confirmed).then(pl.lit("")).otherwise(pl.lit("at least ")),
+                durations(rows["stop_delay_ms"]),
+                pl.lit(format_duration(ctx.settings.stop_slo_ms)),
+            ),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL204", "stop_delayed", "warning", detect, explain)

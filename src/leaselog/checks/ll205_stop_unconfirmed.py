@@ -12,51 +12,56 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import ev
-from leaselog.checks.phrasing import when
-from leaselog.findings import Finding
-
-CODE = "LL205"
-KIND = "stop_unconfirmed"
-SEVERITY = "warning"
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import details, evidence
+from leaselog.checks.phrasing import moments, text
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
     x = ctx.executions.filter(
         pl.col("stop_requested_at").is_not_null()
         & (pl.col("ended_at").is_null() | (pl.col("ended_at") < pl.col("stop_requested_at")))
     ).sort("job_id", "stop_requested_at")
-    out: list[Finding] = []
-    for r in x.iter_rows(named=True):
-        ck = r["clock"]
-        why = f" ({r['stop_reason']})" if r["stop_reason"] else ""
-        message = (
-            f"{r['execution_id']} ({r['pod']}) requested a stop of {r['job_id']} at "
-            f"{when(r['stop_requested_at'], ck)}{why}, but no later event shows whether the worker stopped or "
-            "how long that took"
-        )
-        if r["last_seen"] > r["stop_requested_at"]:
-            message += f"; its last line is at {when(r['last_seen'], ck)}"
-        else:
-            message += "; the request is its last line"
-        message += ". A stop request needs a later job_stopped event so stopping delay can be measured."
-        evidence = [*ev(r["stop_requested_file"], r["stop_requested_line"], "stop requested")]
-        if (r["last_file"], r["last_line"]) != (r["stop_requested_file"], r["stop_requested_line"]):
-            evidence += ev(r["last_file"], r["last_line"], "last line, no stop confirmed")
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"],),
-                pods=(r["pod"],),
-                start=r["stop_requested_at"],
-                end=r["last_seen"],
-                message=message,
-                evidence=tuple(evidence),
-                details={"reason": r["stop_reason"]},
-            )
-        )
-    return out
+    # the last line is cited apart only when it is another line than the request
+    apart = ~(
+        pl.col("last_file").eq_missing(pl.col("stop_requested_file"))
+        & pl.col("last_line").eq_missing(pl.col("stop_requested_line"))
+    )
+    # (the execution's own trigger, start and end are no trigger or span of the finding)
+    return x.rename(
+        {"trigger": "execution_trigger", "start": "execution_start", "end": "execution_end"}
+    ).with_columns(
+        pl.concat_list("execution_id").alias("execution_ids"),
+        pl.concat_list("pod").alias("pods"),
+        pl.col("stop_requested_at").alias("start"),
+        pl.col("last_seen").alias("end"),
+        (pl.col("last_seen") > pl.col("stop_requested_at")).fill_null(False).alias("seen_after"),
+        evidence(
+            (pl.col("stop_requested_file"), pl.col("stop_requested_line"), "stop requested"),
+            (pl.col("last_file"), pl.when(apart).then(pl.col("last_line")), "last line, no stop confirmed"),
+        ).alias("evidence"),
+        details(reason=pl.col("stop_reason")).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    reason = pl.col("stop_reason")
+    return rows.select(
+        pl.format(
+            "{} ({}) requested a stop of {} at {}{}, but no later event shows whether the worker stopped or how "
+            "long that took{}. A stop request needs a later job_stopped event so stopping delay can be measured.",
+            text("execution_id"),
+            text("pod"),
+            text("job_id"),
+            moments(rows, "stop_requested_at", "clock"),
+            pl.when(reason.is_not_null() & (reason != ""))
+            .then(pl.format(" ({})", reason))
+            .otherwise(pl.lit("")),
+            pl.when(pl.col("seen_after"))
+            .then(pl.format("; its last line is at {}", moments(rows, "last_seen", "clock")))
+            .otherwise(pl.lit("; the request is its last line")),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL205", "stop_unconfirmed", "warning", detect, explain)

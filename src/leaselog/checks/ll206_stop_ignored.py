@@ -15,14 +15,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import STOP_STATUSES, ms_expr
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import STOP_STATUSES, details, evidence, ms_expr
 from leaselog.checks.phrasing import durations, moments, text
-from leaselog.findings import Evidence, Finding, Severity
-
-CODE = "LL206"
-KIND = "stop_ignored"
-SEVERITY: Severity = "warning"
 
 
 def ignored(executions: pl.DataFrame) -> pl.DataFrame:
@@ -39,64 +34,46 @@ def ignored(executions: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
-    x = ignored(ctx.executions)
-    if x.height == 0:
-        return []
-    message = pl.format(
-        "{} ({}) requested a stop of {} at {}{} and never honoured it: no job_stopped followed, the job ran on "
-        "for {} to its normal finish at {} (job_finished{}). A cancel request is not the same as "
-        "stopping: no checkpoint looked at the request.",
-        text("execution_id"),
-        text("pod"),
-        text("job_id"),
-        moments(x, "stop_requested_at", "clock"),
-        pl.when(pl.col("stop_reason").is_not_null())
-        .then(pl.format(" ({})", pl.col("stop_reason")))
-        .otherwise(pl.lit("")),
-        durations(x["ran_on_ms"]),
-        moments(x, "finished_at", "clock"),
-        pl.when(pl.col("finish_status").is_not_null())
-        .then(pl.format(", status {}", pl.col("finish_status")))
-        .otherwise(pl.lit("")),
-    )
-    x = x.with_columns(message.alias("message"))
-    out: list[Finding] = []
-    for job_id, execution_id, pod, asked, finished, ran_on, reason, status, msg, rf, rl, ff, fl in zip(
-        *(x[c].to_list() for c in _USED), strict=True
-    ):
-        out.append(
-            Finding.of(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=job_id,
-                execution_ids=(execution_id,),
-                pods=(pod,),
-                start=asked,
-                end=finished,
-                duration_ms=ran_on,
-                message=msg,
-                evidence=Evidence.known((rf, rl, "stop requested"), (ff, fl, "finished anyway")),
-                details={"reason": reason, "finishStatus": status},
-            )
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    # (the execution's own trigger, start and end are no trigger or span of the finding)
+    return (
+        ignored(ctx.executions)
+        .rename({"trigger": "execution_trigger", "start": "execution_start", "end": "execution_end"})
+        .with_columns(
+            pl.concat_list("execution_id").alias("execution_ids"),
+            pl.concat_list("pod").alias("pods"),
+            pl.col("stop_requested_at").alias("start"),
+            pl.col("finished_at").alias("end"),
+            pl.col("ran_on_ms").alias("duration_ms"),
+            evidence(
+                (pl.col("stop_requested_file"), pl.col("stop_requested_line"), "stop requested"),
+                (pl.col("finished_file"), pl.col("finished_line"), "finished anyway"),
+            ).alias("evidence"),
+            details(reason=pl.col("stop_reason"), finishStatus=pl.col("finish_status")).alias("details"),
         )
-    return out
+    )
 
 
-# what a finding is made of (only these columns reach Python), in the order `check` unpacks them
-_USED = [
-    "job_id",
-    "execution_id",
-    "pod",
-    "stop_requested_at",
-    "finished_at",
-    "ran_on_ms",
-    "stop_reason",
-    "finish_status",
-    "message",
-    "stop_requested_file",
-    "stop_requested_line",
-    "finished_file",
-    "finished_line",
-]
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    return rows.select(
+        pl.format(
+            "{} ({}) requested a stop of {} at {}{} and never honoured it: no job_stopped followed, the job ran on "
+            "for {} to its normal finish at {} (job_finished{}). A cancel request is not the same as "
+            "stopping: no checkpoint looked at the request.",
+            text("execution_id"),
+            text("pod"),
+            text("job_id"),
+            moments(rows, "stop_requested_at", "clock"),
+            pl.when(pl.col("stop_reason").is_not_null())
+            .then(pl.format(" ({})", pl.col("stop_reason")))
+            .otherwise(pl.lit("")),
+            durations(rows["ran_on_ms"]),
+            moments(rows, "finished_at", "clock"),
+            pl.when(pl.col("finish_status").is_not_null())
+            .then(pl.format(", status {}", pl.col("finish_status")))
+            .otherwise(pl.lit("")),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL206", "stop_ignored", "warning", detect, explain)

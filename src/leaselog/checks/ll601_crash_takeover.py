@@ -16,18 +16,19 @@ lease expiry (otherwise the log window simply ended mid-job).
 
 from __future__ import annotations
 
+import orjson
 import polars as pl
 
-from leaselog.checks.certainty import certainty_for, handover_skew_note, skew_details
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import ev, ms_expr
+from leaselog.checks.certainty import certainty_columns, handover_skew_columns, skew_details
+from leaselog.checks.contract import DETECTED, Check, CheckContext, fleet_of
+from leaselog.checks.frames import ms_expr
 from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.findings import Severity
 
 CODE = "LL601"
 KIND = "crash_takeover"
-SEVERITY = "warning"
+SEVERITY: Severity = "warning"
 
 
 def crashes(ctx: CheckContext) -> pl.DataFrame:
@@ -83,21 +84,8 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
             pl.lit(None, dtype=pl.Float64).alias("takeover_ms"),
             pl.lit(None, dtype=pl.Float64).alias("from_last_line_ms"),
         )
-    # the end of each timeline: the last moment per (clock, file) first, so the millions of events are
-    # grouped by two plain columns rather than by an expression
-    log_end = (
-        ctx.events.lazy()
-        .group_by("clock", "file")
-        .agg(pl.col("t").max())
-        .group_by(
-            pl.when(pl.col("clock") == "wall")
-            .then(pl.lit("wall"))
-            .otherwise(pl.col("file"))
-            .alias("timeline")
-        )
-        .agg(pl.col("t").max().alias("log_end"))
-        .collect()
-    )
+    # where each timeline's logs end: a fact of the whole input (`leaselog.fleet`), not of these jobs
+    log_end = fleet_of(ctx).timeline_ends()
     return (
         j.join(log_end, on="timeline", how="left")
         .with_columns(
@@ -109,104 +97,124 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    """One row per crashed execution: taken over (with the takeover's figures) or not (the logs go on)."""
     slo = ctx.settings.takeover_slo_ms
-    out: list[Finding] = []
-    for r in crashes(ctx).iter_rows(named=True):
+    c = crashes(ctx)
+    if c.height == 0:
+        return pl.DataFrame(schema=DETECTED)
+    taken = pl.col("taker").is_not_null()
+    takeover, since_last = pl.col("takeover_ms"), pl.col("from_last_line_ms")
+    c = c.with_columns(
+        *certainty_columns(takeover.abs(), ("pod", "taker_pod"), ("clock", "taker_clock"), ctx.settings),
+        *handover_skew_columns(
+            c,
+            "pod",
+            "taker_pod",
+            "takeover_ms",
+            "confirm_latency_ms",
+            taken & (pl.col("clock") == "wall") & (pl.col("taker_clock") == "wall"),
+        ),
+    ).with_columns(
+        # no certainty question without a takeover (one pod's own log)
+        pl.when(taken).then(pl.col("certainty")).otherwise(pl.lit("certain")).alias("certainty"),
+        pl.when(taken).then(pl.col("caveat")).otherwise(pl.lit("")).alias("caveat"),
+    )
+    within = since_last <= slo
+    # no negative figure: a taker that acquired before the lease expired is named as such (an uncertain
+    # one: as far as the logs tell, the key was taken over when the lease ran out)
+    figure = (
+        pl.when(takeover >= 0)
+        .then(takeover)
+        .when(takeover.is_not_null() & (pl.col("certainty") == "uncertain"))
+        .then(pl.lit(0.0))
+    )
+    evidence = pl.concat_list(
+        _evidence("acquired_file", "acquired_line", "lease acquired"),
+        _evidence("last_file", "last_line", "last line seen"),
+        pl.when(taken).then(_evidence("taker_file", "taker_line", "takeover: next acquisition")),
+    ).list.drop_nulls()
+    rows = c.with_columns(
+        pl.when(~taken | ~within).then(pl.lit(SEVERITY)).otherwise(pl.lit("info")).alias("severity"),
+        pl.when(taken)
+        .then(pl.concat_list("execution_id", "taker"))
+        .otherwise(pl.concat_list("execution_id"))
+        .alias("execution_ids"),
+        pl.when(taken & (pl.col("pod") != pl.col("taker_pod")))
+        .then(pl.concat_list("pod", "taker_pod"))
+        .otherwise(pl.concat_list("pod"))
+        .alias("pods"),
+        pl.col("last_seen").alias("start"),
+        pl.when(taken).then(pl.col("taker_at")).otherwise(pl.col("valid_until")).alias("end"),
+        pl.when(taken).then(figure).alias("duration_ms"),
+        evidence.alias("evidence"),
+        pl.when(taken).then(within).alias("within"),
+    )
+    details = [
+        orjson.dumps(
+            {
+                "fromLastLineMs": since if since is None or since >= 0 else None,
+                "takeoverSloMs": slo,
+                "withinTarget": within_target,
+                **skew_details(bound),
+                "leaseExpiredAt": None if valid_until is None else valid_until.isoformat(),
+            }
+        ).decode()
+        for since, within_target, bound, valid_until in rows.select(
+            "from_last_line_ms", "within", "skew_bound", "valid_until"
+        ).iter_rows()
+    ]
+    return rows.with_columns(pl.Series("details", details, dtype=pl.String))
+
+
+def _evidence(file: str, line: str, note: str) -> pl.Expr:
+    """One evidence record, null when its line is unknown."""
+    known = pl.col(file).is_not_null() & pl.col(line).is_not_null()
+    return pl.when(known).then(pl.struct(file=pl.col(file), line=pl.col(line), note=pl.lit(note)))
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    slo = ctx.settings.takeover_slo_ms
+    out: list[str] = []
+    for r in rows.iter_rows(named=True):
         ck = r["clock"]
         head = (
             f"{r['execution_id']} ({r['pod']})'s log of {r['job_id']} ends at {when(r['last_seen'], ck)} with no "
             f"finish, stop or release: it crashed (or its log was cut) holding a lease valid until "
             f"{when(r['valid_until'], ck)}."
         )
-        evidence = [
-            *ev(r["acquired_file"], r["acquired_line"], "lease acquired"),
-            *ev(r["last_file"], r["last_line"], "last line seen"),
-        ]
-        skew_bound, figure = None, None
         if r["taker"] is None:
-            severity = SEVERITY
-            certainty, caveat = "certain", ""
-            message = (
+            out.append(
                 f"{head} No other execution acquired the key in these logs, which go on until "
                 f"{when(r['log_end'], ck)}: the job was not taken over."
             )
-            ids: tuple[str, ...] = (r["execution_id"],)
-            pods: tuple[str, ...] = (r["pod"],)
+            continue
+        takeover, since_last = r["takeover_ms"], r["from_last_line_ms"]
+        if takeover is None:
+            after_expiry = "with no known lease expiry"
+        elif takeover >= 0:
+            after_expiry = f"{format_duration(takeover)} after the lease expired"
+        elif r["certainty"] == "uncertain":
+            after_expiry = (
+                f"as the lease expired (logged {format_duration(-takeover)} before it, which the pods' "
+                "clocks cannot tell apart)"
+            )
         else:
-            within = r["from_last_line_ms"] <= slo
-            severity = "info" if within else SEVERITY
-            certainty, caveat = certainty_for(
-                abs(r["takeover_ms"]) if r["takeover_ms"] is not None else None,
-                [r["pod"], r["taker_pod"]],
-                [ck, r["taker_clock"]],
-                ctx.settings,
+            after_expiry = (
+                f"{format_duration(-takeover)} before the lease expired (two leases at once: see "
+                "concurrent_leases)"
             )
-            skew_bound, skew_note = (None, "")
-            if ck == "wall" and r["taker_clock"] == "wall":
-                skew_bound, skew_note = handover_skew_note(
-                    r["pod"], r["taker_pod"], r["takeover_ms"], r["confirm_latency_ms"]
-                )
-            takeover, since_last = r["takeover_ms"], r["from_last_line_ms"]
-            figure = takeover if takeover is not None and takeover >= 0 else None
-            # no negative figure: a taker that acquired before the lease expired (or before the last line)
-            # is named as such
-            if takeover is None:
-                after_expiry = "with no known lease expiry"
-            elif takeover >= 0:
-                after_expiry = f"{format_duration(takeover)} after the lease expired"
-            elif certainty == "uncertain":
-                # the clocks cannot order the acquire and the expiry: as far as the logs tell, the key was
-                # taken over when the lease ran out
-                after_expiry = (
-                    f"as the lease expired (logged {format_duration(-takeover)} before it, which the pods' "
-                    "clocks cannot tell apart)"
-                )
-                figure = 0.0
-            else:
-                after_expiry = (
-                    f"{format_duration(-takeover)} before the lease expired (two leases at once: see "
-                    "concurrent_leases)"
-                )
-            if since_last >= 0:
-                after_last = f"{format_duration(since_last)} after the last line seen"
-            else:
-                after_last = (
-                    f"{format_duration(-since_last)} before the last line seen (it was still logging)"
-                )
-            message = (
-                f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
-                f"{after_expiry}, {after_last}, "
-                f"{'within' if within else 'over'} the {format_duration(slo)} takeover target.{skew_note}{caveat}"
-            )
-            ids = (r["execution_id"], r["taker"])
-            pods = tuple(dict.fromkeys([r["pod"], r["taker_pod"]]))
-            evidence += ev(r["taker_file"], r["taker_line"], "takeover: next acquisition")
+        if since_last >= 0:
+            after_last = f"{format_duration(since_last)} after the last line seen"
+        else:
+            after_last = f"{format_duration(-since_last)} before the last line seen (it was still logging)"
         out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=severity,
-                certainty=certainty,
-                job_id=r["job_id"],
-                execution_ids=ids,
-                pods=pods,
-                start=r["last_seen"],
-                end=r["taker_at"] if r["taker"] is not None else r["valid_until"],
-                duration_ms=figure,
-                message=message,
-                evidence=tuple(evidence),
-                details={
-                    "fromLastLineMs": (
-                        r["from_last_line_ms"]
-                        if r["from_last_line_ms"] is None or r["from_last_line_ms"] >= 0
-                        else None
-                    ),
-                    "takeoverSloMs": slo,
-                    "withinTarget": None if r["taker"] is None else r["from_last_line_ms"] <= slo,
-                    **skew_details(skew_bound),
-                    "leaseExpiredAt": None if r["valid_until"] is None else r["valid_until"].isoformat(),
-                },
-            )
+            f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
+            f"{after_expiry}, {after_last}, "
+            f"{'within' if r['within'] else 'over'} the {format_duration(slo)} takeover target."
+            f"{r['skew_note']}{r['caveat']}"
         )
-    return out
+    return pl.Series("message", out, dtype=pl.String)
+
+
+CHECK = Check(CODE, KIND, SEVERITY, detect, explain)

@@ -25,25 +25,31 @@ All rounded up to values people configure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
 import polars as pl
 
-from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.contract import DETECTED, EVIDENCE, Check, CheckContext, Partial, derived
 from leaselog.checks.frames import at_file, ev
 from leaselog.checks.ll102_lease_outlived import zombies
 from leaselog.checks.ll204_stop_delayed import stop_delays
 from leaselog.checks.phrasing import nice_ceil_ms
+from leaselog.config import Settings
 from leaselog.durations import format_duration
-from leaselog.findings import Finding
+from leaselog.findings import Severity
 from leaselog.reconstruct import EXEC_KEYS
 
 CODE = "LL701"
 KIND = "lease_settings"
-SEVERITY = "warning"
+SEVERITY: Severity = "warning"
 
 THIN_MARGIN = 2 / 3
 NO_RENEWAL_NEAR_TTL = 0.8
 DEFAULT_INTERVAL_MS = 5_000.0
 MAX_IDS = 20
+_KEYS = ["job_type", "ttl_ms"]
 
 
 def _q(col: str, q: float) -> pl.Expr:
@@ -52,9 +58,10 @@ def _q(col: str, q: float) -> pl.Expr:
     return c.get((c.len() * q).ceil().cast(pl.Int64).clip(lower_bound=1) - 1, null_on_oob=True)
 
 
-def lease_stats(ctx: CheckContext) -> pl.DataFrame:
-    """One row per (job type, TTL): runtime, renewal and stop figures, and whether to speak up."""
-    keys = ["job_type", "ttl_ms"]
+def partial(ctx: CheckContext) -> Partial:
+    """What these jobs contribute to the lease statistics: a slim row per execution that held a lease
+    (`runs`), per renewal of one (`renewals`) and per confirmed stop (`stops`), each with its input
+    position (`first_seq` / `seq`) so parts merge into the order one run over everything has."""
     # only executions that held a lease say anything about lease settings
     # outlived: the same measure as lease_outlived (LL102)
     zombie_keys = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events)).select(
@@ -62,13 +69,72 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
     )
     ex = (
         ctx.executions.filter(pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null())
-        .join(zombie_keys, on=EXEC_KEYS, how="left")
+        .join(zombie_keys, on=EXEC_KEYS, how="left", maintain_order="left")
         .with_columns(
             pl.col("outlived").fill_null(False),
             # a runtime is never negative in a figure (a finish logged before its start: lines out of order)
             pl.col("runtime_ms").clip(lower_bound=0),
         )
     )
+    runs = ex.select(
+        *_KEYS,
+        "first_seq",
+        "execution_id",
+        "pod",
+        "runtime_ms",
+        "outlived",
+        # (each line with the file of the same event: an execution's lines can span files)
+        at_file("started", "acquired").alias("start_file"),
+        pl.coalesce("started_line", "acquired_line").alias("start_line"),
+        at_file("ended", "last").alias("end_file"),
+        pl.coalesce("ended_line", "last_line").alias("end_line"),
+        "acquired_file",
+        "acquired_line",
+    )
+    renewals = (
+        ctx.renewals.join(ex.select(*EXEC_KEYS, *_KEYS), on=EXEC_KEYS, how="inner")
+        .select(
+            *_KEYS, "seq", "execution_id", "latency_ms", "gap_ms", "renewal_outcome", "late", "file", "line"
+        )
+        .sort("seq")
+    )
+    stops = (
+        stop_delays(ctx.executions)
+        # (every confirmed stop of a job type and TTL that held a lease counts, as in one run; a null TTL
+        # joins no group)
+        .filter(pl.col("confirmed") & pl.col("ttl_ms").is_not_null())
+        .select(*_KEYS, "stop_delay_ms")
+    )
+    return {"runs": runs, "renewals": renewals, "stops": stops}
+
+
+def merge(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame:
+    """One row per (job type, TTL) that has something to say, with its figures: from the parts of every
+    split of the jobs (`partial`), exactly what one run over all of them gives."""
+    s = lease_stats(partials, settings)
+    if s.height == 0:
+        return pl.DataFrame(schema=DETECTED)
+    s = s.filter(pl.col("speak"))
+    out: list[dict[str, object]] = [_figures(r, settings) for r in s.iter_rows(named=True)]
+    return s.with_columns(
+        pl.Series("execution_ids", [o["ids"] for o in out], dtype=pl.List(pl.String)),
+        pl.col("pods").list.drop_nulls(),
+        pl.Series("evidence", [o["evidence"] for o in out], dtype=EVIDENCE),
+        pl.Series("details", [o["details"] for o in out], dtype=pl.String),
+        pl.Series("lease", [o["lease"] for o in out], dtype=pl.Float64),
+        pl.Series("max_rt", [o["max_rt"] for o in out], dtype=pl.Float64),
+        pl.lit(None, dtype=pl.String).alias("job_id"),
+    )
+
+
+def _concat(partials: Sequence[Partial], name: str) -> pl.DataFrame:
+    return pl.concat([p[name] for p in partials], how="vertical_relaxed")
+
+
+def lease_stats(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame:
+    """One row per (job type, TTL): runtime, renewal and stop figures, and whether to speak up."""
+    keys = _KEYS
+    ex = _concat(partials, "runs").sort("first_seq")
     if ex.height == 0:
         return pl.DataFrame()
     runs = ex.group_by(keys).agg(
@@ -80,15 +146,14 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
         pl.col("outlived").sum().alias("outlived"),
         pl.col("execution_id").filter(pl.col("outlived")).head(MAX_IDS).alias("outlived_ids"),
         pl.col("pod").unique(maintain_order=True).alias("pods"),
-        # (each line with the file of the same event: an execution's lines can span files)
-        at_file("started", "acquired").sort_by("runtime_ms").last().alias("longest_file"),
-        pl.coalesce("started_line", "acquired_line").sort_by("runtime_ms").last().alias("longest_start_line"),
-        at_file("ended", "last").sort_by("runtime_ms").last().alias("longest_last_file"),
-        pl.coalesce("ended_line", "last_line").sort_by("runtime_ms").last().alias("longest_end_line"),
+        pl.col("start_file").sort_by("runtime_ms").last().alias("longest_file"),
+        pl.col("start_line").sort_by("runtime_ms").last().alias("longest_start_line"),
+        pl.col("end_file").sort_by("runtime_ms").last().alias("longest_last_file"),
+        pl.col("end_line").sort_by("runtime_ms").last().alias("longest_end_line"),
         pl.col("acquired_file").filter(pl.col("outlived")).first().alias("outlived_file"),
         pl.col("acquired_line").filter(pl.col("outlived")).first().alias("outlived_line"),
     )
-    rn = ctx.renewals.join(ex.select(*EXEC_KEYS, *keys), on=EXEC_KEYS, how="inner")
+    rn = _concat(partials, "renewals").sort("seq")
     ren = rn.group_by(keys).agg(
         pl.len().alias("renewal_count"),
         _q("latency_ms", 0.5).alias("lat_p50"),
@@ -106,13 +171,12 @@ def lease_stats(ctx: CheckContext) -> pl.DataFrame:
         .alias("failed_ids"),
     )
     sd = (
-        stop_delays(ctx.executions)
-        .filter(pl.col("confirmed"))
+        _concat(partials, "stops")
         .group_by(keys)
         .agg(pl.col("stop_delay_ms").max().alias("stop_max"), pl.len().alias("stops"))
     )
     s = runs.join(ren, on=keys, how="left").join(sd, on=keys, how="left")
-    configured = ctx.settings.renewal_interval_ms
+    configured = settings.renewal_interval_ms
     s = s.with_columns(
         pl.coalesce(
             pl.lit(configured, dtype=pl.Float64), pl.col("gap_median"), pl.lit(DEFAULT_INTERVAL_MS)
@@ -140,13 +204,65 @@ def _pct(n: int, d: int) -> str:
     return f"{100 * n / d:.0f}%" if d else "?"
 
 
-def check(ctx: CheckContext) -> list[Finding]:
-    s = lease_stats(ctx)
-    if s.height == 0:
-        return []
-    out: list[Finding] = []
-    for r in s.filter(pl.col("speak")).iter_rows(named=True):
-        fd = format_duration
+def _terms(r: dict[str, Any]) -> list[tuple[float, str]]:
+    """The lease suggestion's terms: (value, how it is computed)."""
+    fd = format_duration
+    interval = r["interval"]
+    need = interval + r["pause"] + r["lat"]
+    stop = r["stop_max"] or 0.0
+    terms = [
+        (
+            2 * need,
+            f"2 x (interval {fd(interval)} + longest pause {fd(r['pause'])} + p99 renewal latency "
+            f"{fd(r['lat'])}) = {fd(2 * need)}",
+        ),
+        (3 * interval, f"3 x interval = {fd(3 * interval)}"),
+    ]
+    if stop:
+        # after a failed renewal the worker still needs its stop time, inside the lease it has left
+        terms.append(
+            (need + stop, f"interval + pause + latency + longest stop {fd(stop)} = {fd(need + stop)}")
+        )
+    return terms
+
+
+def _figures(r: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """A speaking row's suggestion, execution ids, evidence and details."""
+    lease = nice_ceil_ms(max(t for t, _ in _terms(r)))
+    max_rt = nice_ceil_ms(1.5 * (r["p99"] or 0.0))
+    ids = list(dict.fromkeys([*(r["outlived_ids"] or []), *(r["failed_ids"] or [])]))[:MAX_IDS]
+    evidence = [
+        *ev(r["longest_file"], r["longest_start_line"], "longest run starts"),
+        *ev(r["longest_last_file"], r["longest_end_line"], "longest run ends"),
+        *ev(r["outlived_file"], r["outlived_line"], "a run that outlived its lease"),
+        *(ev(r["gap_file"], r["gap_line"], "longest renewal gap ends") if r["renewal_count"] else []),
+    ]
+    details = {
+        "jobType": r["job_type"],
+        "ttlMs": r["ttl_ms"],
+        "runs": r["runs"],
+        "runtimeMs": {"p50": r["p50"], "p90": r["p90"], "p99": r["p99"], "max": r["max_runtime"]},
+        "outlived": r["outlived"],
+        "outlivedShare": r["outlived"] / r["runs"] if r["runs"] else None,
+        "renewalLatencyMs": {"p50": r["lat_p50"], "p99": r["lat_p99"], "max": r["lat_max"]},
+        "longestRenewalGapMs": r["gap_max"],
+        "longestPauseMs": r["pause"],
+        "longestStopMs": r["stop_max"],
+        "suggested": {"renewalIntervalMs": r["interval"], "leaseMs": lease, "maxRuntimeMs": max_rt},
+    }
+    return {
+        "ids": ids,
+        "evidence": [{"file": e.file, "line": e.line, "note": e.note} for e in dict.fromkeys(evidence)],
+        "details": orjson.dumps(details).decode(),
+        "lease": lease,
+        "max_rt": max_rt,
+    }
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    fd = format_duration
+    out: list[str] = []
+    for r in rows.iter_rows(named=True):
         ttl = r["ttl_ms"]
         reasons = []
         if r["outlived"]:
@@ -190,63 +306,21 @@ def check(ctx: CheckContext) -> list[Finding]:
             if r["renewal_count"]
             else "the article's trial value"
         )
-        need = interval + r["pause"] + r["lat"]
-        stop = r["stop_max"] or 0.0
-        terms = [
-            (
-                2 * need,
-                f"2 x (interval {fd(interval)} + longest pause {fd(r['pause'])} + p99 renewal latency "
-                f"{fd(r['lat'])}) = {fd(2 * need)}",
-            ),
-            (3 * interval, f"3 x interval = {fd(3 * interval)}"),
-        ]
-        if stop:
-            # after a failed renewal the worker still needs its stop time, inside the lease it has left
-            terms.append(
-                (need + stop, f"interval + pause + latency + longest stop {fd(stop)} = {fd(need + stop)}")
-            )
-        lease_raw = max(t for t, _ in terms)
-        lease = nice_ceil_ms(lease_raw)
         max_rt_raw = 1.5 * (r["p99"] or 0.0)
-        max_rt = nice_ceil_ms(max_rt_raw)
         suggestion = (
             f"Trial values to test, not production defaults: renewal interval {fd(interval)} ({src}); lease = "
-            f"max({'; '.join(txt for _, txt in terms)}) -> {fd(lease)}, so a renewal fits before expiry even "
-            "after the worst pause and slowest response seen, and a worker that loses ownership can stop "
+            f"max({'; '.join(txt for _, txt in _terms(r))}) -> {fd(r['lease'])}, so a renewal fits before expiry "
+            "even after the worst pause and slowest response seen, and a worker that loses ownership can stop "
             f"inside its lease; max-runtime = 1.5 x p99 runtime {fd(r['p99'])} = {fd(max_rt_raw)} -> "
-            f"{fd(max_rt)}, which bounds the job even if renewals keep succeeding."
+            f"{fd(r['max_rt'])}, which bounds the job even if renewals keep succeeding."
         )
-        message = f"{r['job_type']} jobs ({'; '.join(reasons)}): {figures}. {suggestion}"
-        ids = list(dict.fromkeys([*(r["outlived_ids"] or []), *(r["failed_ids"] or [])]))[:MAX_IDS]
-        evidence = [
-            *ev(r["longest_file"], r["longest_start_line"], "longest run starts"),
-            *ev(r["longest_last_file"], r["longest_end_line"], "longest run ends"),
-            *ev(r["outlived_file"], r["outlived_line"], "a run that outlived its lease"),
-            *(ev(r["gap_file"], r["gap_line"], "longest renewal gap ends") if r["renewal_count"] else []),
-        ]
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                severity=SEVERITY,
-                job_id=None,
-                execution_ids=tuple(ids),
-                pods=tuple(p for p in r["pods"] if p is not None),
-                message=message,
-                evidence=tuple(dict.fromkeys(evidence)),
-                details={
-                    "jobType": r["job_type"],
-                    "ttlMs": ttl,
-                    "runs": r["runs"],
-                    "runtimeMs": {"p50": r["p50"], "p90": r["p90"], "p99": r["p99"], "max": r["max_runtime"]},
-                    "outlived": r["outlived"],
-                    "outlivedShare": r["outlived"] / r["runs"] if r["runs"] else None,
-                    "renewalLatencyMs": {"p50": r["lat_p50"], "p99": r["lat_p99"], "max": r["lat_max"]},
-                    "longestRenewalGapMs": r["gap_max"],
-                    "longestPauseMs": r["pause"],
-                    "longestStopMs": r["stop_max"],
-                    "suggested": {"renewalIntervalMs": interval, "leaseMs": lease, "maxRuntimeMs": max_rt},
-                },
-            )
-        )
-    return out
+        out.append(f"{r['job_type']} jobs ({'; '.join(reasons)}): {figures}. {suggestion}")
+    return pl.Series("message", out, dtype=pl.String)
+
+
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    """`merge` of this analysis's own `partial`: the rows when the context holds the whole input."""
+    return merge([partial(ctx)], ctx.settings)
+
+
+CHECK = Check(CODE, KIND, SEVERITY, detect, explain, scope="fleet", partial=partial, merge=merge)

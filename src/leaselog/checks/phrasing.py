@@ -156,3 +156,11 @@ def renewal_phrase(outcome: str | None, late: bool = False) -> str:
         "timeout": "a renewal that timed out",
         "error": "a renewal that failed with an error",
     }.get(outcome or "", f"a renewal with outcome {outcome}")
+
+
+def renewal_phrases(outcome: pl.Expr, late: pl.Expr) -> pl.Expr:
+    """`renewal_phrase(outcome, late)` for every row at once (a null outcome reads `None`)."""
+    out = pl.format("a renewal with outcome {}", outcome.cast(pl.String).fill_null("None"))
+    for o in ("error", "timeout", "rejected"):
+        out = pl.when(outcome == o).then(pl.lit(renewal_phrase(o))).otherwise(out)
+    return pl.when(late.fill_null(False)).then(pl.lit(renewal_phrase(None, True))).otherwise(out)

@@ -13,10 +13,11 @@ from typing import IO
 
 import polars as pl
 
-from leaselog.events import FieldMapper, normalise_event_name
+from leaselog.events import FieldMapper
 from leaselog.reading.formats import CONTINUATION_RE
 from leaselog.reading.report import RAW_SCHEMA, Stream
 from leaselog.reading.streams import disk_position, read_some
+from leaselog.vocabulary import normalise_event_name
 
 # columnar block: big enough to amortise polars calls, small enough that reading stays flat in memory
 BLOCK_BYTES = 16 * 1024 * 1024
@@ -377,7 +378,7 @@ def _common_prefix(words: list[str]) -> str:
 
 
 def _normalised(name: pl.Expr) -> pl.Expr:
-    """events.normalise_event_name as an expression."""
+    """vocabulary.normalise_event_name as an expression."""
     return name.str.strip_chars().str.to_lowercase().str.replace_all(r"[\s.\-/:]+", "_")
 
 

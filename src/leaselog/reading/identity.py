@@ -1,6 +1,6 @@
 """After every input is read: which pod each file stands for, and exact repeats of a line dropped.
 
-- **Pod identity.** FORMATS.md's pod order ends with sources that are not a pod's own name: GELF's
+- **Pod identity.** docs/FORMATS.md's pod order ends with sources that are not a pod's own name: GELF's
   `host` (Spring Boot writes the application name there) and `host.name`/`host.hostname`/`hostname`
   (a node, shared by its pods). When such a source has one and the same value in every file of a
   multi-file input that names it, it is not a pod identity: each of those files' file name is the pod
@@ -18,7 +18,7 @@ import polars as pl
 
 from leaselog.reading.report import RAW_SCHEMA, Stream
 
-# pod sources that name something shared by several pods (lowest precedence in FORMATS.md's order)
+# pod sources that name something shared by several pods (lowest precedence in docs/FORMATS.md's order)
 SHARED_POD_KEYS = ("gelf.host", "host.name", "host.hostname", "hostname")
 
 

@@ -47,20 +47,18 @@ from typing import IO, Any
 import polars as pl
 
 from leaselog.events import RAW_COLUMNS, FieldMapper
+from leaselog.reading.blocks import line_kinds, split_block
 from leaselog.reading.columnar import (
     BLOCK_BYTES,
     ColumnarDecoder,
     Cut,
     Split,
-    block_lines,
-    chunk_lines,
     continues_event,
     cut_blocks,
     owned_lines,
 )
 from leaselog.reading.formats import (
     BOM,
-    CONTINUATION_RE,
     FORMATS,
     TIME_OF_DAY,
     Format,
@@ -452,7 +450,7 @@ class Reader:
     def _read_blocks(self, st: Stream, fh: IO[bytes], head: bytes, cap: int) -> None:
         """Read a stream in blocks cut at line ends, `head` (lines already taken from it) first.
 
-        Two stages overlap: a worker thread reads block k+1 from the stream and splits it (`_split`: polars
+        Two stages overlap: a worker thread reads block k+1 from the stream and splits it (`blocks.split_block`: polars
         releases the GIL) while this thread accounts for block k (`_block`: decoding, per-line fallback,
         the report). Only one block is read ahead, so memory stays flat.
         """
@@ -463,7 +461,9 @@ class Reader:
             cut = next(blocks, None)
             if cut is None:
                 return None
-            return cut, (self._split(cut) if cut.size else None)
+            return cut, (
+                split_block(cut, self._decoder, self.max_line_bytes, self.keep_fields) if cut.size else None
+            )
 
         # the `with` waits for a block still being read ahead, so the stream is not closed under it
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="leaselog-read") as pool:
@@ -505,62 +505,6 @@ class Reader:
         for i, line in enumerate(lines):
             self._take_line(st, first + i, line.rstrip(b"\r\n"))
 
-    def _split(self, cut: Cut) -> Split | None:
-        """Split a block into lines and keep the few that need a closer look; None when the block must go
-        line by line. Runs in the read-ahead thread: it only reads the decoder's fixed needles and
-        `keep_fields`, never the report nor the field names learned."""
-        lines = chunk_lines(cut)
-        if lines is None:
-            lines = block_lines(cut.block())
-            if lines is None:
-                return None
-        n = lines.height
-        line = pl.col("l")
-        plain_object = line.str.starts_with("{") & line.str.ends_with("}")
-        # One pass over the whole block keeps only the lines that may hold a lease event (the job-id
-        # names' common prefix occurs), the lines that are not plainly one object (blank, padded,
-        # continuations, junk) and, when the block has a NUL at all, the lines with one. Every other
-        # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
-        keep = self._decoder.prefilter(line) | ~plain_object
-        has_nul = b"\x00" in cut.prefix or cut.data.find(b"\x00", 0, cut.end) >= 0
-        # `nul`: lines read one by one (a NUL byte, or longer than max_line_bytes: never decoded in bulk)
-        odd = pl.lit(False)
-        if has_nul:
-            odd = line.str.contains("\x00", literal=True)
-        if cut.size > self.max_line_bytes:  # (only then can a line of the block be longer)
-            odd = odd | (line.str.len_bytes() > self.max_line_bytes)
-        if has_nul or cut.size > self.max_line_bytes:
-            keep = keep | odd
-        decoder = self._decoder
-        flagged = (
-            lines.with_row_index("line")  # 0-based in the block: `_columnar_block` adds the first line's
-            .filter(keep.fill_null(True))  # null: an empty line
-            .with_columns(
-                decoder.candidate(line).fill_null(False).alias("candidate"),
-                plain_object.fill_null(False).alias("object"),
-                odd.fill_null(False).alias("nul"),
-            )
-            # what the columnar path decodes: nested objects are flattened by the per-line path, and
-            # so are lines not plainly one object
-            .with_columns(
-                (pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple")
-            )
-        )
-        # `bare`: a job-id name, as a key or not (every candidate; the test runs on the few others only)
-        others = flagged.filter(~pl.col("candidate"))
-        bare = others.filter(decoder.bare(line).fill_null(False))["line"]
-        flagged = flagged.with_columns(
-            (pl.col("candidate") | pl.col("line").is_in(bare.implode())).alias("bare")
-        )
-        # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
-        # before, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
-        texts = flagged.filter(pl.col("candidate") & ~pl.col("nul") & pl.col("simple"))["l"]
-        joined = texts.str.join("\n")
-        ndjson = joined.cast(pl.Binary).item()
-        # the `fields` column's lines, in buffers of their own (here: this thread has less to do)
-        fields = owned_lines(ndjson, texts) if self.keep_fields and texts.len() else None
-        return Split(n, flagged, texts, joined, ndjson, fields, self._decoder.repeated_keys(texts))
-
     def _columnar_block(self, st: Stream, split: Split) -> int | None:
         """Account for a split block's lines and return how many; None (nothing counted) when the block
         must go line by line."""
@@ -570,27 +514,10 @@ class Reader:
         report = st.report
         start = report.used + report.ignored + report.malformed
         first = report.lines + 1
-        line = pl.col("l")
         flagged = split.flagged.with_columns(pl.col("line").cast(pl.Int64) + first)
         # lines neither candidate nor plainly an object: blank, binary, padded, continuations, junk (rare)
         odd = flagged.filter((~pl.col("candidate") & ~pl.col("object")) | pl.col("nul"))
-        if odd.height:
-            stripped = line.str.strip_chars()
-            kinds = odd.select(
-                "line",
-                pl.when(line.is_null() | (stripped == ""))
-                .then(pl.lit("blank"))
-                .when(pl.col("nul"))
-                .then(pl.lit("nul"))
-                .when(stripped.str.starts_with("{") & stripped.str.ends_with("}"))
-                .then(pl.lit("ignored"))
-                .when(line.str.contains(CONTINUATION_RE))
-                .then(pl.lit("continuation"))
-                .otherwise(pl.lit("junk"))
-                .alias("kind"),
-            )
-        else:
-            kinds = pl.DataFrame(schema={"line": pl.Int64, "kind": pl.String})
+        kinds = line_kinds(odd)
         if continues_event(kinds, flagged, first):
             return None
         # lines of no JSON shape (a banner, a console line, a BOM, an over-long line): each is read

@@ -6,6 +6,9 @@ extension that hold text. Anything else in a folder is listed as skipped, with w
 shows it). A file named directly is always read, whatever its name; so is a FIFO, `/dev/stdin` or a
 process substitution (`<(zcat f.gz)`). The same file reached twice (by two paths, a hard link, a
 symlink in a folder) is read once: it is told by device and inode.
+
+A URL (`s3://bucket/prefix/`, `gs://...`, `abfs://...`, `https://...`) names objects in a store, listed
+and read through fsspec (`leaselog.reading.remote`): a prefix like a folder, a glob on the store.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from leaselog.reading.remote import expand_url, head, is_url
 
 LOG_SUFFIXES = (".jsonl", ".json", ".log", ".ndjson", ".txt", ".logfmt")
 # a rotation's suffix after the log suffix: `.1`, `.2026-11-02`, `.20261102-101500`, `.2026-11-02_1`
@@ -36,6 +41,11 @@ class Source:
     def is_stdin(self) -> bool:
         return self.path == "-"
 
+    @property
+    def is_remote(self) -> bool:
+        """An object in a store or on a web server (a URL), read through fsspec."""
+        return is_url(self.path)
+
 
 class InputError(ValueError):
     """Nothing readable was named (exit code 2)."""
@@ -52,13 +62,22 @@ def _log_name(name: str) -> bool:
     return name.endswith(LOG_SUFFIXES)
 
 
-def _is_text(p: Path) -> bool:
-    """A file whose start is text (UTF-8 with no NUL), or empty."""
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(TEXT_SNIFF_BYTES)
-    except OSError:
-        return False
+def _is_text(p: Path | str) -> bool:
+    """A file (or an object, by URL) whose start is text (UTF-8 with no NUL), or empty."""
+    if isinstance(p, str):
+        start = head(p, TEXT_SNIFF_BYTES)
+        if not start:
+            return True  # empty or unreadable: named, then reported as the reader finds it
+    else:
+        try:
+            with open(p, "rb") as fh:
+                start = fh.read(TEXT_SNIFF_BYTES)
+        except OSError:
+            return False
+    return _text(start)
+
+
+def _text(head: bytes) -> bool:
     if b"\x00" in head:
         return False
     try:
@@ -68,9 +87,10 @@ def _is_text(p: Path) -> bool:
     return True
 
 
-def skip_reason(p: Path) -> str | None:
-    """Why a file found in a folder is not a log to read, or None when it is one."""
-    name = p.name
+def skip_reason(p: Path | str) -> str | None:
+    """Why a file found in a folder (or an object under a prefix, by URL) is not a log to read, or None
+    when it is one."""
+    name = p.rsplit("/", 1)[-1] if isinstance(p, str) else p.name
     if name.startswith("."):
         return "hidden file"
     if _log_name(name):
@@ -127,6 +147,18 @@ def expand_sources(paths: list[str]) -> tuple[list[Source], list[str]]:
     for raw in paths:
         if raw == "-":
             add(Source("-"))
+            continue
+        if is_url(raw):
+            objects, problem = expand_url(raw)
+            if problem is not None:
+                problems.append(problem)
+            named = [Source(url, skipped=None if direct else skip_reason(url)) for url, direct in objects]
+            if objects and not any(s.skipped is None for s in named):
+                problems.append(
+                    f"{raw}: no log files ({', '.join(LOG_SUFFIXES)}, their rotations, or .gz of them)"
+                )
+            for s in named:
+                add(s)
             continue
         p = Path(raw)
         if p.is_dir():

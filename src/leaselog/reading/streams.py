@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Iterator
 from typing import IO, Any, cast
 
+from leaselog.reading.remote import open_url
 from leaselog.reading.sources import Source
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -25,6 +26,8 @@ def open_binary(source: Source) -> IO[bytes]:
     is read as it comes: its head is peeked, never sought)."""
     if source.is_stdin:
         return _maybe_gzip(sys.stdin.buffer)
+    if source.is_remote:
+        return open_url(source.path)
     fh = open(source.path, "rb")  # noqa: SIM115 - closed by the caller
     if not fh.seekable():  # a FIFO, a process substitution: no second look at the start
         return _maybe_gzip(fh)

@@ -1,17 +1,21 @@
-"""The self-contained HTML report: header, fleet overview, findings list, one lease timeline per job.
+"""The self-contained HTML report: the incident summary and the worst job's timeline first, then every
+finding, a timeline for every job with an error finding, the fleet overview, and the inputs with provenance.
 
-One file, offline: plotly.js is inlined once, every figure is a JSON spec in one data block and is drawn
-when it scrolls into view (hundreds of timelines stay cheap to open). A Content-Security-Policy forbids any
-network request. Log text is untrusted: everything put into HTML is escaped, and the embedded JSON escapes
-`<`, `>` and `&` so no log line can close the script element.
+One file, offline: plotly.js (its basic bundle, vendored in assets/: the figures use bars and scatter traces
+only) is inlined once, every figure is a JSON block drawn when it scrolls into view, or all of them before
+printing. A Content-Security-Policy forbids any network request. Log text is untrusted: everything put into
+HTML is escaped, and the embedded JSON escapes `<`, `>` and `&` so no log line can close the script element.
 """
 
 from __future__ import annotations
 
-import html
+import hashlib
 import os
+import shlex
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,31 +24,30 @@ import polars as pl
 
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, iso
-from leaselog.render.figures import _Axis, overview_spec, timeline_spec
-from leaselog.render.safe import printable
+from leaselog.render.figures import overview_spec, timeline_spec
+from leaselog.render.html_findings import findings_section
+from leaselog.render.html_parts import e
+from leaselog.render.html_sections import inputs_section, job_article, overview_section, timelines_section
+from leaselog.render.html_summary import SUMMARY_ROWS, advice, summary_rows, summary_table
+from leaselog.version import VERSION
 
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
 
-__all__ = ["MAX_FINDINGS_LISTED", "MAX_TIMELINES", "embed_json", "write_report"]
+__all__ = ["HASH_LIMIT", "MAX_OTHER_TIMELINES", "PLOTLY_BUNDLE", "embed_json", "write_report"]
 
-MAX_TIMELINES = 200  # detailed timelines drawn; other jobs with findings are listed, not drawn
-MAX_FINDINGS_LISTED = 3000  # findings written into the page; all of them are in --json
-MAX_MALFORMED_LISTED = 50
-EVIDENCE_SHOWN = 6
-TOP_JOBS = 15
+# every job with an error finding gets a timeline; of the jobs with only warnings or info, this many
+MAX_OTHER_TIMELINES = 200
+# inputs hashed for the provenance: the reader does not hash as it reads, so hashing reads a file a second
+# time; above this size it is left out (and the report says so)
+HASH_LIMIT = 256 * 1024 * 1024
+PLOTLY_BUNDLE = "plotly-basic-4.1.1.min.js"
 
 # no network at all: scripts and styles only inline, images only data: (plotly's modebar icons are inline SVG)
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data: blob:; "
     "font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
 )
-
-
-def e(text: object) -> str:
-    """Text for HTML: markup escaped, and control characters shown as `\\x1b` escapes as in the terminal
-    (a raw ESC is inert in a browser, but not in `cat report.html`)."""
-    return html.escape("" if text is None else printable(text, lines=True), quote=True)
 
 
 def embed_json(payload: Any) -> str:
@@ -61,50 +64,16 @@ def embed_json(payload: Any) -> str:
     return raw.decode()
 
 
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    js: str = get_plotlyjs()
-    # it is inlined as is; were it ever to contain a closing tag, the page would break, so refuse loudly
-    if "</script" in js.lower():
-        raise RuntimeError("plotly.js bundle contains </script>; cannot inline it safely")
-    return js
-
-
-_POD_SEP = "\x1f"
+def _asset(name: str) -> str:
+    """A stylesheet or script of the page (render/assets/), inlined."""
+    text = (files("leaselog.render") / "assets" / name).read_text(encoding="utf-8")
+    # inlined as is; were it ever to contain a closing tag, the page would break, so refuse loudly
+    if "</script" in text.lower() or "</style" in text.lower():
+        raise RuntimeError(f"{name} contains a closing tag; cannot inline it safely")
+    return text
 
 
-def _findings_frame(findings: list[Finding]) -> pl.DataFrame:
-    """The finding columns the report aggregates, built column-wise (Analysis.findings builds rows of
-    dicts, which costs seconds at tens of thousands of findings)."""
-    return pl.DataFrame(
-        {
-            "kind": [f.kind for f in findings],
-            "code": [f.code for f in findings],
-            "severity": [f.severity for f in findings],
-            "certainty": [f.certainty for f in findings],
-            "job_id": [f.job_id for f in findings],
-            # joined, not a list column: building List(String) from Python lists is ~30x slower
-            "pods": [_POD_SEP.join(f.pods) for f in findings],
-            "start": [f.start for f in findings],
-            "end": [f.end for f in findings],
-            "duration_ms": [f.duration_ms for f in findings],
-        },
-        schema={
-            "kind": pl.String(),
-            "code": pl.String(),
-            "severity": pl.String(),
-            "certainty": pl.String(),
-            "job_id": pl.String(),
-            "pods": pl.String(),
-            "start": pl.Datetime("us", "UTC"),
-            "end": pl.Datetime("us", "UTC"),
-            "duration_ms": pl.Float64(),
-        },
-    )
-
-
-def _rank_jobs(findings: pl.DataFrame) -> list[str]:
+def rank_jobs(findings: pl.DataFrame) -> list[str]:
     """Jobs with findings, most severe first, then most overlap / longest finding, then by id."""
     fs = findings.filter(pl.col("job_id").is_not_null())
     if fs.height == 0:
@@ -131,43 +100,117 @@ def _generated_at() -> datetime:
     return datetime.now(UTC)
 
 
+def file_facts(
+    paths: Sequence[str], limit: int = HASH_LIMIT
+) -> tuple[dict[str, tuple[int | None, str | None]], str]:
+    """Size and SHA-256 of each input that is a regular file of at most `limit` bytes, and a note saying
+    what was and was not hashed."""
+    out: dict[str, tuple[int | None, str | None]] = {}
+    too_big = 0
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            out[p] = (None, None)
+            continue
+        if not os.path.isfile(p):
+            out[p] = (None, None)
+            continue
+        if st.st_size > limit:
+            out[p] = (st.st_size, None)
+            too_big += 1
+            continue
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        out[p] = (st.st_size, h.hexdigest())
+    note = (
+        "Sizes and SHA-256 of the files as they were when the report was written (hashing reads each file once"
+        " more)."
+    )
+    if too_big:
+        note += f" {too_big} file(s) over {limit // (1024 * 1024)} MB are not hashed, to keep that second read short."
+    return out, note
+
+
 def write_report(
     analysis: Analysis,
     path: str | Path,
     *,
-    max_timelines: int = MAX_TIMELINES,
-    max_findings: int = MAX_FINDINGS_LISTED,
+    max_other_timelines: int = MAX_OTHER_TIMELINES,
+    command: Sequence[str] | None = None,
 ) -> None:
-    """Write the self-contained HTML report for `analysis` to `path`."""
+    """Write the self-contained HTML report for `analysis` to `path`.
+
+    Every finding is listed, and every job with an error finding has a timeline (drawn when scrolled to);
+    of the jobs with only warnings or info, the `max_other_timelines` most severe do. `command` (the
+    command line that made it) is shown in the header's provenance.
+    """
     a = analysis
-    findings = _findings_frame(a.finding_list)
-    jobs = _rank_jobs(findings)
-    shown = jobs[:max_timelines]
-    job_index = {j: i for i, j in enumerate(shown)}
+    findings = a.findings
+    jobs = rank_jobs(findings)
+    worst = dict(
+        findings.filter(pl.col("job_id").is_not_null())
+        .group_by("job_id")
+        .agg(pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int64).min())
+        .iter_rows()
+    )
+    n_error = sum(1 for j in jobs if worst[j] == 0)
+    drawn = jobs[: n_error + max(max_other_timelines, 0)]
+    job_index = {j: i for i, j in enumerate(drawn)}
 
     by_job: dict[str | None, list[Finding]] = defaultdict(list)
     for f in a.finding_list:
         by_job[f.job_id].append(f)
+    figures = _timeline_specs(a, drawn, by_job)
+    refs: list[list[Any]] = []  # per listed finding: [timeline index, x0, x1, xref] or [-1]
+    listed = findings_section(a.finding_list, jobs, by_job, job_index, figures, refs)
 
-    figures = _timeline_specs(a, shown, by_job)
-    finding_refs: list[list[Any]] = []  # per listed finding: [job index or -1, x0, x1]
-
-    parts: list[str] = []
-    parts.append(_head())
-    parts.append(_header(a, len(jobs), len(shown)))
-    parts.append(_inputs(a))
-    parts.append(_overview(a, findings, job_index))
-    parts.append(_findings(a, jobs, by_job, job_index, figures, finding_refs, max_findings))
-    parts.append(_timelines(shown, by_job, figures, len(jobs)))
-    payload = {
-        "overview": overview_spec(a.executions, findings),
-        "figures": figures,
-        "findings": finding_refs,
-    }
-    parts.append(f"<script>{_plotly_js()}</script>\n")
-    parts.append(f'<script type="application/json" id="leaselog-data">{embed_json(payload)}</script>\n')
-    parts.append(f"<script>{_APP_JS}</script>\n</body>\n</html>\n")
+    facts, hash_note = file_facts([r.path for r in a.input_reports])
+    parts = [
+        _head(),
+        _header(a, command),
+        '<main id="main"><section id="summary"><h2>Incident summary</h2>',
+        summary_table(summary_rows(findings, a.executions, jobs[:SUMMARY_ROWS]), len(jobs), job_index),
+        job_article(0, drawn[0], by_job[drawn[0]], figures[0]) if drawn else "",
+        advice(findings),
+        "</section>\n",
+        listed,
+        timelines_section(drawn, 1, by_job, figures, _timeline_note(len(drawn), n_error, len(jobs))),
+        overview_section(a, job_index),
+        inputs_section(a, facts, hash_note),
+        "</main>\n",
+        f"<script>{_asset(PLOTLY_BUNDLE)}</script>\n",
+        f'<script type="application/json" id="leaselog-data">'
+        f"{embed_json({'overview': overview_spec(a.executions, findings), 'findings': refs})}</script>\n",
+        # one block per figure, parsed only when its timeline is drawn
+        *(
+            f'<script type="application/json" id="fig-{k}">{embed_json(fig)}</script>\n'
+            for k, fig in enumerate(figures)
+        ),
+        f"<script>{_asset('report.js')}</script>\n</body>\n</html>\n",
+    ]
     Path(path).write_text("".join(parts), encoding="utf-8")
+
+
+def _timeline_note(drawn: int, n_error: int, total: int) -> str:
+    if total == 0:
+        return "No job has findings, so no timeline is drawn; the fleet overview shows every execution."
+    others = total - n_error
+    text = f"{drawn:,} timelines: every job with an error finding ({n_error:,})"
+    if others:
+        text += (
+            f", and {drawn - n_error:,} of the {others:,} jobs with only warnings or info (most severe first)"
+        )
+        if drawn < total:
+            text += "; the others' findings are in the list above"
+    return (
+        text
+        + ". Lease = thin light bar, execution = thick dark bar, red hatched = running without a lease, red"
+        " shading = overlapping executions, arrow = why a second attempt could acquire. Times are UTC. Hover a"
+        " marker for the raw log fields and file:line; click it to keep them shown."
+    )
 
 
 def _timeline_specs(
@@ -181,13 +224,17 @@ def _timeline_specs(
     ex = a.executions.filter(sel).partition_by("job_id", as_dict=True)
     rn = a.renewals.filter(sel).partition_by("job_id", as_dict=True) if a.renewals.height else {}
     empty_ev, empty_ex = a.events.clear(), a.executions.clear()
-    specs: list[dict[str, Any]] = []
-    for job in shown:
-        x = ex.get((job,), empty_ex)
-        specs.append(
-            timeline_spec(job, x, ev.get((job,), empty_ev), by_job.get(job, []), rn.get((job,)), title=False)
+    return [
+        timeline_spec(
+            job,
+            ex.get((job,), empty_ex),
+            ev.get((job,), empty_ev),
+            by_job.get(job, []),
+            rn.get((job,)),
+            title=False,
         )
-    return specs
+        for job in shown
+    ]
 
 
 def _head() -> str:
@@ -195,22 +242,24 @@ def _head() -> str:
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="color-scheme" content="light dark">\n'
         '<link rel="icon" href="data:,">\n<title>leaselog report</title>\n'
-        f"<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<style>{_asset('report.css')}</style>\n</head>\n<body>\n"
+        '<a class="skip" href="#findings">Skip to the findings</a>\n'
         '<noscript><p class="warn">The timelines need JavaScript (inlined in this file; nothing is'
         " fetched).</p></noscript>\n"
     )
 
 
-def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
+def _header(a: Analysis, command: Sequence[str] | None) -> str:
     lines = a.line_totals()
     n_jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
     wall = a.events.filter(pl.col("clock") == "wall")["t"]
     t_lo, t_hi = (wall.min(), wall.max()) if wall.len() else (None, None)
-    counts = Counter(f.severity for f in a.finding_list)
+    counts = Counter(a.findings["severity"].to_list())
     sev = (
         " ".join(
-            f'<span class="badge sev-{s}">{counts[s]} {s}</span>'
+            f'<span class="badge sev-{s}">{counts[s]:,} {s}</span>'
             for s in ("error", "warning", "info")
             if counts[s]
         )
@@ -224,438 +273,23 @@ def _header(a: Analysis, jobs_with_findings: int, shown: int) -> str:
         time_range = "no wall-clock timestamps: times from elapsedMs and line order"
     else:
         time_range = "no lease events"
-    generated = _generated_at().strftime("%Y-%m-%d %H:%M UTC")
     s = a.settings
     ttl = format_duration(s.lease_ttl_ms) if s.lease_ttl_ms is not None else "from leaseMs only"
+    bad = ' class="bad"' if lines["malformed"] else ""
+    cmd = shlex.join(command) if command else "(written by write_report from Python)"
+    options = orjson.dumps(s.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS).decode()
     return (
-        f'<header><h1>leaselog report</h1><p class="sub">generated {e(generated)} · default lease TTL {e(ttl)} ·'
-        f" clock-skew tolerance {e(format_duration(s.max_skew_ms))}</p>\n"
-        '<div class="cards">'
-        f'<div class="card"><div class="big">{len(a.input_reports)}</div>files</div>'
-        f'<div class="card"><div class="big">{lines["total"]:,}</div>lines ({lines["used"]:,} used,'
-        f' {lines["ignored"]:,} ignored, <span class="{"bad" if lines["malformed"] else ""}">'
-        f"{lines['malformed']:,} malformed</span>)</div>"
-        f'<div class="card"><div class="big">{n_jobs:,}</div>jobs, {a.executions.height:,} executions</div>'
-        f'<div class="card"><div class="big">{len(a.finding_list):,}</div>findings {sev}</div>'
-        f'<div class="card wide">time range<br><b>{time_range}</b></div>'
-        "</div>\n"
-        f"{_kind_chips(a.finding_list)}"
-        '<nav><a href="#inputs">Inputs</a> · <a href="#overview">Fleet overview</a> · '
-        f'<a href="#findings">Findings</a> · <a href="#timelines">Timelines ({shown:,} of {jobs_with_findings:,})</a>'
+        '<header><div class="title"><h1>leaselog report</h1>'
+        f'<span class="facts">{len(a.input_reports):,} file(s) · {lines["total"]:,} lines ({lines["used"]:,} used,'
+        f" <span{bad}>{lines['malformed']:,} malformed</span>) · {n_jobs:,} jobs, {a.executions.height:,}"
+        f' executions · {time_range}</span> <span class="sevs">{sev}</span></div>\n'
+        '<details class="prov" id="provenance"><summary>'
+        f"leaselog {e(VERSION)} · generated {e(_generated_at().strftime('%Y-%m-%d %H:%M UTC'))} ·"
+        f" default lease TTL {e(ttl)} · clock-skew tolerance {e(format_duration(s.max_skew_ms))}</summary>"
+        f'<dl><dt>command</dt><dd><code id="command">{e(cmd)}</code></dd>'
+        f'<dt>settings</dt><dd><code class="wrap">{e(options)}</code></dd>'
+        '<dt>inputs</dt><dd>sizes and SHA-256 in <a href="#inputs">Inputs</a></dd></dl></details>\n'
+        '<nav aria-label="sections"><a href="#summary">Summary</a> · <a href="#findings">Findings</a> · '
+        '<a href="#timelines">Timelines</a> · <a href="#overview">Fleet overview</a> · <a href="#inputs">Inputs</a>'
         "</nav></header>\n"
     )
-
-
-def _kind_chips(findings: list[Finding]) -> str:
-    """Findings by kind, most severe kinds first; a click filters the findings list to that kind."""
-    if not findings:
-        return ""
-    kinds = Counter(f.kind for f in findings)
-    sev = {f.kind: f.severity for f in sorted(findings, key=lambda f: -SEVERITY_RANK[f.severity])}
-    chips = " ".join(
-        f'<a href="#findings" class="chip sev-{e(sev[k])}" data-kind="{e(k)}">{e(k)} <b>{n:,}</b></a>'
-        for k, n in sorted(kinds.items(), key=lambda kv: (SEVERITY_RANK[sev[kv[0]]], -kv[1], kv[0]))
-    )
-    return f'<p class="chips">findings by kind: {chips}</p>\n'
-
-
-def _inputs(a: Analysis) -> str:
-    rows = []
-    for r in a.input_reports:
-        err = f'<div class="bad">{e(r.error)}</div>' if r.error else ""
-        rows.append(
-            f"<tr><td><code>{e(r.path)}</code>{err}</td><td>{e(r.format)}</td><td class=n>{r.lines:,}</td>"
-            f"<td class=n>{r.used:,}</td><td class=n>{r.ignored:,}</td>"
-            f'<td class="n{" bad" if r.malformed else ""}">{r.malformed:,}</td></tr>'
-        )
-    tot = a.line_totals()
-    if len(a.input_reports) > 1:
-        rows.append(
-            f"<tr class=total><td>total</td><td></td><td class=n>{tot['total']:,}</td>"
-            f"<td class=n>{tot['used']:,}</td><td class=n>{tot['ignored']:,}</td>"
-            f"<td class=n>{tot['malformed']:,}</td></tr>"
-        )
-    out = [
-        '<section id="inputs"><h2>Inputs</h2>',
-        '<div class="scroll"><table><thead><tr><th>file</th><th>format</th><th>lines</th><th>used</th><th>ignored</th>'
-        "<th>malformed</th></tr></thead><tbody>",
-        *rows,
-        "</tbody></table></div>",
-    ]
-    for p in a.problems:
-        out.append(f'<p class="warn">{e(p)}</p>')
-    if a.malformed.height:
-        out.append(f"<details><summary>{a.malformed.height:,} malformed line(s)</summary><ul class=mono>")
-        for f, line, why in a.malformed.head(MAX_MALFORMED_LISTED).iter_rows():
-            out.append(f"<li>{e(f)}:{line}: {e(why)}</li>")
-        if a.malformed.height > MAX_MALFORMED_LISTED:
-            out.append(f"<li>… and {a.malformed.height - MAX_MALFORMED_LISTED:,} more (all in --json)</li>")
-        out.append("</ul></details>")
-    out.append("</section>\n")
-    return "\n".join(out)
-
-
-def _job_link(job: str | None, job_index: dict[str, int]) -> str:
-    if job is None:
-        return "<i>fleet</i>"
-    if job in job_index:
-        return f'<a href="#job-{job_index[job]}" class="joblink" data-job="{job_index[job]}">{e(job)}</a>'
-    return e(job)
-
-
-def _overview(a: Analysis, fs: pl.DataFrame, job_index: dict[str, int]) -> str:
-    kinds = (
-        fs.group_by("kind", "code", "severity")
-        .agg(
-            pl.len().alias("n"),
-            pl.col("duration_ms").sum().alias("total_ms"),
-            (pl.col("certainty") == "uncertain").sum().alias("uncertain"),
-        )
-        .with_columns(pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int64).alias("rank"))
-        .sort("rank", "n", "code", descending=[False, True, False])  # code: ties in a stable order
-    )
-    kind_rows = (
-        "".join(
-            f'<tr><td><span class="badge sev-{e(sev)}">{e(sev)}</span></td><td><code>{e(code)}</code></td>'
-            f"<td>{e(kind)}</td><td class=n>{n:,}</td><td class=n>{unc:,}</td>"
-            f"<td class=n>{format_duration(total) if total else ''}</td></tr>"
-            for kind, code, sev, n, total, unc, _ in kinds.iter_rows()
-        )
-        or '<tr><td colspan="6">no findings</td></tr>'
-    )
-
-    overlap = (
-        fs.filter(pl.col("kind") == "overlapping_executions")
-        .group_by("job_id")
-        .agg(
-            pl.col("duration_ms").sum().alias("overlap_ms"),
-            pl.len().alias("pairs"),
-            pl.col("pods"),
-        )
-        .sort("overlap_ms", "job_id", descending=[True, False])
-        .head(TOP_JOBS)
-    )
-    overlap_rows = (
-        "".join(
-            f"<tr><td>{_job_link(j, job_index)}</td><td class=n>{format_duration(ms)}</td><td class=n>{n}</td>"
-            f"<td>{e(', '.join(sorted({pod for x in p for pod in x.split(_POD_SEP) if pod})))}</td></tr>"
-            for j, ms, n, p in overlap.iter_rows()
-        )
-        or '<tr><td colspan="4">no overlapping executions</td></tr>'
-    )
-    slow = (
-        a.executions.select("job_id", "execution_id", "pod", "runtime_ms", "ttl_ms", "end_kind")
-        .filter(pl.col("runtime_ms").is_not_null())
-        .top_k(TOP_JOBS, by="runtime_ms")  # no full sort of every execution for fifteen rows
-        .sort("runtime_ms", "job_id", descending=[True, False])
-    )
-    slow_rows = (
-        "".join(
-            f"<tr><td>{_job_link(j, job_index)}</td><td><code>{e(x)}</code></td><td>{e(p)}</td>"
-            f"<td class=n>{format_duration(rt)}</td>"
-            f'<td class="n{" bad" if ttl is not None and rt > ttl else ""}">'
-            f"{format_duration(ttl) if ttl is not None else '?'}</td><td>{e(k)}</td></tr>"
-            for j, x, p, rt, ttl, k in slow.iter_rows()
-        )
-        or '<tr><td colspan="6">no executions</td></tr>'
-    )
-    return (
-        '<section id="overview"><h2>Fleet overview</h2>'
-        '<div id="overview-plot" class="plot" data-fig="overview" style="min-height:420px"></div>\n'
-        '<div class="grid"><div><h3>Findings by kind</h3><table><thead><tr><th>severity</th><th>code</th>'
-        "<th>kind</th><th>count</th><th>uncertain</th><th>total duration</th></tr></thead>"
-        f"<tbody>{kind_rows}</tbody></table></div>\n"
-        "<div><h3>Most overlapping jobs</h3><table><thead><tr><th>job</th><th>overlap</th><th>pairs</th>"
-        f"<th>pods</th></tr></thead><tbody>{overlap_rows}</tbody></table></div>\n"
-        '<div class="span2"><h3>Slowest executions</h3><table><thead><tr><th>job</th><th>execution</th>'
-        "<th>pod</th><th>runtime</th><th>lease TTL</th><th>end</th></tr></thead>"
-        f"<tbody>{slow_rows}</tbody></table></div></div></section>\n"
-    )
-
-
-def _findings(
-    a: Analysis,
-    jobs: list[str],
-    by_job: dict[str | None, list[Finding]],
-    job_index: dict[str, int],
-    figures: list[dict[str, Any]],
-    refs: list[list[Any]],
-    max_findings: int,
-) -> str:
-    out = ['<section id="findings"><h2>Findings</h2>']
-    if not a.finding_list:
-        out.append(
-            '<p class="ok">No findings: no overlapping executions, outlived leases or other anomalies'
-            " in these logs.</p></section>\n"
-        )
-        return "".join(out)
-    kinds = Counter(f.kind for f in a.finding_list)
-    sevs = Counter(f.severity for f in a.finding_list)
-    kind_opts = "".join(f'<option value="{e(k)}">{e(k)} ({n:,})</option>' for k, n in sorted(kinds.items()))
-    sev_opts = "".join(
-        f'<option value="{s}">{s} ({sevs[s]:,})</option>' for s in ("error", "warning", "info") if sevs[s]
-    )
-    out.append(
-        '<div class="filters">show <select id="kind-filter" aria-label="kind">'
-        f'<option value="">all kinds</option>{kind_opts}</select> '
-        f'<select id="sev-filter" aria-label="severity"><option value="">all severities</option>{sev_opts}'
-        '</select> <span class="dim" id="filter-count"></span></div><div class="findings-scroll">'
-    )
-    # fleet-wide findings (no job) go first among jobs of their severity, not above every error
-    order: list[str | None] = list(jobs)
-    if by_job.get(None):
-        fleet_rank = min(SEVERITY_RANK[f.severity] for f in by_job[None])
-        at = next(
-            (
-                i
-                for i, j in enumerate(jobs)
-                if min(SEVERITY_RANK[f.severity] for f in by_job[j]) >= fleet_rank
-            ),
-            len(jobs),
-        )
-        order.insert(at, None)
-    listed = 0
-    for job in order:
-        if listed >= max_findings:
-            break
-        fs = by_job[job]
-        k = job_index.get(job) if job is not None else None
-        out.append(
-            f'<div class="jobgroup"><h3>{_job_link(job, job_index)}'
-            f' <span class="dim">{len(fs)} finding(s)</span></h3><ol class="findings">'
-        )
-        for i, f in enumerate(fs):
-            if listed >= max_findings:
-                break
-            fid = len(refs)
-            # where the timeline drew this finding: [xref, x0, x1] from the figure's own meta
-            drawn: list[Any] | None = figures[k]["layout"]["meta"]["findings"][i] if k is not None else None
-            axis = None
-            if k is not None and drawn is not None:
-                xaxis = figures[k]["layout"]["xaxis" + drawn[0][1:]]
-                axis = _Axis(wall=xaxis.get("type") == "date")
-                refs.append([k, drawn[1], drawn[2], drawn[0]])
-            else:
-                refs.append([-1])
-            out.append(_finding_item(f, fid, k if drawn is not None else None, axis))
-            listed += 1
-        out.append("</ol></div>")
-    out.append("</div>")
-    total = len(a.finding_list)
-    if listed < total:
-        out.append(
-            f'<p class="warn">Showing {listed:,} of {total:,} findings; all of them are in the'
-            " <code>--json</code> output.</p>"
-        )
-    out.append("</section>\n")
-    return "\n".join(out)
-
-
-def _finding_item(f: Finding, fid: int, k: int | None, axis: _Axis | None) -> str:
-    dur = f" <b>{format_duration(f.duration_ms)}</b>" if f.duration_ms is not None else ""
-    unc = ' <span class="badge uncertain">uncertain</span>' if f.certainty == "uncertain" else ""
-    trig = f" · trigger <code>{e(f.trigger)}</code>" if f.trigger else ""
-    goto = (
-        f' <a class="goto" href="#job-{k}" data-f="{fid}">show on timeline ↓</a>'
-        if k is not None and f.start is not None
-        else ""
-    )
-    span = ""
-    if f.start is not None:
-        fmt = axis.when if axis is not None else iso
-        span = f" · {e(fmt(f.start))}" + (f" → {e(fmt(f.end))}" if f.end and f.end != f.start else "")
-    items = [
-        f"<li><code>{e(x.file)}:{x.line}</code>{' ' + e(x.note) if x.note else ''}</li>" for x in f.evidence
-    ]
-    # the lines that prove it, in view; a long tail of them folded away
-    ev = f'<ul class="ev mono">{"".join(items[:EVIDENCE_SHOWN])}</ul>'
-    if len(items) > EVIDENCE_SHOWN:
-        ev += (
-            f'<details class="ev"><summary>{len(items) - EVIDENCE_SHOWN} more evidence line(s)</summary>'
-            f'<ul class="ev mono">{"".join(items[EVIDENCE_SHOWN:])}</ul></details>'
-        )
-    execs = ", ".join(e(x) for x in f.execution_ids)
-    pods = ", ".join(e(p) for p in f.pods)
-    return (
-        f'<li class="finding sev-{e(f.severity)}" id="f-{fid}" data-kind="{e(f.kind)}" data-sev="{e(f.severity)}">'
-        f'<div class="fhead"><span class="badge sev-{e(f.severity)}">{e(f.severity)}</span> <code>{e(f.code)}</code>'
-        f" <b>{e(f.kind)}</b>{dur}{unc}{goto}</div>"
-        f'<p class="msg">{e(f.message)}</p>'
-        f'<div class="meta">executions: {execs or "—"} · pods: {pods or "—"}{span}{trig}</div>'
-        f"{ev}"
-        "</li>"
-    )
-
-
-def _timelines(
-    shown: list[str], by_job: dict[str | None, list[Finding]], figures: list[dict[str, Any]], total: int
-) -> str:
-    out = ['<section id="timelines"><h2>Timelines</h2>']
-    if total == 0:
-        out.append(
-            "<p>No job has findings, so no timeline is drawn; the fleet overview above shows all"
-            " executions.</p></section>\n"
-        )
-        return "".join(out)
-    note = f"Showing {len(shown):,} of {total:,} jobs with findings"
-    if len(shown) < total:
-        note += " (most severe and most overlapping first; the rest are in the findings list and --json)"
-    out.append(
-        f'<p class="note" id="timeline-note">{note}. Lease = thin light bar, execution = thick dark'
-        " bar, red hatched = running without a lease, red shading = overlapping executions. Times are UTC."
-        " Hover any marker for the raw log fields and file:line.</p>"
-    )
-    for k, job in enumerate(shown):
-        fs = by_job.get(job, [])
-        codes = Counter(f.code for f in fs)
-        summary = ", ".join(f"{c}×{n}" if n > 1 else c for c, n in sorted(codes.items()))
-        h = int(figures[k]["layout"].get("height", 300))
-        out.append(
-            f'<article class="job" id="job-{k}"><h3>{e(job)} <span class="dim">{e(summary)}</span></h3>'
-            f'<div class="plot timeline" id="plot-{k}" data-fig="{k}" style="min-height:{h}px"></div></article>'
-        )
-    out.append("</section>\n")
-    return "\n".join(out)
-
-
-_CSS = """
-:root{--fg:#24292f;--dim:#57606a;--line:#d0d7de;--err:#cf222e;--warn:#9a6700;--info:#0969da}
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:var(--fg);margin:0 auto;max-width:1400px;
-padding:0 24px 80px}
-h1{margin:18px 0 2px;font-size:24px}h2{border-bottom:1px solid var(--line);padding-bottom:4px;margin-top:32px}
-h3{margin:14px 0 6px;font-size:15px}
-.sub,.dim{color:var(--dim);font-weight:normal;font-size:12px}
-code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
-.mono{padding-left:18px}
-nav{margin:10px 0;font-size:14px}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin-top:12px}
-.card{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:150px;font-size:12px}
-.card.wide{flex:1}.card .big{font-size:22px;font-weight:600}
-table{border-collapse:collapse;font-size:12px;margin:4px 0}
-th,td{border-bottom:1px solid var(--line);padding:3px 8px;text-align:left;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums}tr.total td{font-weight:600}
-.bad{color:var(--err)}.warn{color:var(--warn)}.ok{color:#1a7f37}
-.badge{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;font-weight:600;color:white;
-background:#57606a}
-.badge.sev-error{background:var(--err)}.badge.sev-warning{background:#bf8700}.badge.sev-info{background:var(--info)}
-.badge.ok{background:#1a7f37}.badge.uncertain{background:#8250df}
-.grid{display:grid;grid-template-columns:1fr 1fr;gap:8px 28px}.span2{grid-column:span 2}
-ol.findings{list-style:none;padding:0;margin:0}
-.findings-scroll{max-height:75vh;overflow:auto;border:1px solid var(--line);border-radius:6px;padding:0 10px}
-.filters{margin:6px 0}
-.scroll{max-height:45vh;overflow:auto;display:inline-block;border-bottom:1px solid var(--line)}
-.chips{margin:10px 0 0;font-size:12px}
-a.chip{display:inline-block;border:1px solid var(--line);border-left-width:4px;border-radius:4px;padding:1px 6px;
-margin:2px 2px;color:var(--fg);text-decoration:none}
-a.chip.sev-error{border-left-color:var(--err)}a.chip.sev-warning{border-left-color:#bf8700}
-a.chip.sev-info{border-left-color:var(--info)}.hidden{display:none}
-li.finding{border-left:4px solid var(--line);padding:6px 10px;margin:6px 0;background:#f6f8fa;border-radius:3px}
-li.finding.sev-error{border-color:var(--err)}li.finding.sev-warning{border-color:#bf8700}
-li.finding.sev-info{border-color:var(--info)}
-li.finding.selected{outline:2px solid #d4a72c;background:#fff8c5}
-.msg{margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere}
-.meta{color:var(--dim);font-size:12px;overflow-wrap:anywhere}
-details.ev summary{cursor:pointer;color:var(--dim);font-size:12px}
-ul.ev{margin:2px 0;color:var(--dim)}
-a.goto{font-size:12px;margin-left:8px}
-article.job{border:1px solid var(--line);border-radius:6px;padding:4px 10px 8px;margin:14px 0}
-article.job.flash{outline:3px solid #d4a72c}
-.note{color:var(--dim)}
-"""
-
-# Renders the overview at once and each timeline when it comes near the viewport; links from findings
-# scroll to the job, draw it if needed, and mark the finding's moment with a highlighted band.
-_APP_JS = r"""
-(function () {
-  "use strict";
-  var data = JSON.parse(document.getElementById("leaselog-data").textContent);
-  var config = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
-  function spec(div) {
-    var k = div.getAttribute("data-fig");
-    return k === "overview" ? data.overview : data.figures[+k];
-  }
-  function render(div) {
-    if (div._leaselog) { return div._leaselog; }
-    var s = spec(div);
-    div._leaselog = Plotly.newPlot(div, s.data, s.layout, config).then(function () {
-      div.setAttribute("data-rendered", "1");
-      return div;
-    });
-    return div._leaselog;
-  }
-  // the overview is one aggregated figure: draw it at once; timelines as they come near the viewport
-  render(document.getElementById("overview-plot"));
-  var plots = document.querySelectorAll("div.plot");
-  if ("IntersectionObserver" in window) {
-    var io = new IntersectionObserver(function (entries) {
-      entries.forEach(function (en) {
-        if (en.isIntersecting) { io.unobserve(en.target); render(en.target); }
-      });
-    }, {rootMargin: "600px 0px"});
-    plots.forEach(function (d) { if (d.id !== "overview-plot") { io.observe(d); } });
-  } else {
-    plots.forEach(render);
-  }
-  function highlight(fid) {
-    var ref = data.findings[fid];
-    if (!ref || ref[0] < 0) { return; }  // [job, x0, x1, xref] or [-1] when the job is not drawn
-    var div = document.getElementById("plot-" + ref[0]);
-    document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
-    var li = document.getElementById("f-" + fid);
-    if (li) { li.classList.add("selected"); }
-    var art = div.closest("article");
-    art.scrollIntoView({block: "start"});
-    render(div).then(function () {
-      var base = (data.figures[ref[0]].layout.shapes || []).slice();
-      var xref = ref[3], yref = "y" + xref.slice(1) + " domain";
-      var mark = ref[1] === ref[2]
-        ? {type: "line", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
-           line: {color: "#d4a72c", width: 4}, name: "highlight"}
-        : {type: "rect", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
-           fillcolor: "rgba(212,167,44,0.12)", line: {color: "#d4a72c", width: 3}, name: "highlight"};
-      base.push(mark);
-      return Plotly.relayout(div, {shapes: base});
-    }).then(function () {
-      art.classList.add("flash");
-      div.setAttribute("data-highlighted", String(fid));
-      setTimeout(function () { art.classList.remove("flash"); }, 2500);
-    });
-  }
-  document.addEventListener("click", function (ev) {
-    var a = ev.target.closest ? ev.target.closest("a.goto") : null;
-    if (!a) { return; }
-    ev.preventDefault();
-    var fid = +a.getAttribute("data-f");
-    history.replaceState(null, "", "#f-" + fid);
-    highlight(fid);
-  });
-  function applyFilters() {
-    var kind = document.getElementById("kind-filter").value;
-    var sev = document.getElementById("sev-filter").value;
-    var shown = 0;
-    document.querySelectorAll("li.finding").forEach(function (li) {
-      var ok = (!kind || li.getAttribute("data-kind") === kind) && (!sev || li.getAttribute("data-sev") === sev);
-      li.classList.toggle("hidden", !ok);
-      if (ok) { shown += 1; }
-    });
-    document.querySelectorAll("div.jobgroup").forEach(function (g) {
-      g.classList.toggle("hidden", !g.querySelector("li.finding:not(.hidden)"));
-    });
-    document.getElementById("filter-count").textContent = (kind || sev) ? shown + " shown" : "";
-  }
-  document.querySelectorAll("a.chip").forEach(function (chip) {
-    chip.addEventListener("click", function () {
-      document.getElementById("kind-filter").value = chip.getAttribute("data-kind");
-      document.getElementById("sev-filter").value = "";
-      applyFilters();
-    });
-  });
-  ["kind-filter", "sev-filter"].forEach(function (id) {
-    var el = document.getElementById(id);
-    if (el) { el.addEventListener("change", applyFilters); }
-  });
-  var m = /^#f-(\d+)$/.exec(location.hash);
-  if (m) { highlight(+m[1]); }
-})();
-"""

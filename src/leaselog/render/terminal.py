@@ -1,12 +1,12 @@
-"""The terminal summary: inputs, then findings grouped by job, most severe first."""
+"""The terminal summary: a table of the findings by job first (one line each), then each finding in full,
+then the inputs. `brief` prints the table alone."""
 
 from __future__ import annotations
 
-import heapq
-from collections import Counter
 from itertools import compress
 from operator import attrgetter
 
+import polars as pl
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
 from rich.table import Table
@@ -22,14 +22,162 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_MALFORMED_SHOWN = 10
 
 
-def render(a: Analysis, console: Console, *, max_jobs: int | None = 50) -> None:
+def render(a: Analysis, console: Console, *, max_jobs: int | None = 50, brief: bool = False) -> None:
+    jobs, shown = _ranked_jobs(a, max_jobs)
+    _headline(a, console, len(jobs))
+    if a.findings.height:
+        _table(a, console, shown, len(jobs))
+    if brief:
+        for p in a.problems:
+            console.print(Text(f"note: {printable(p)}", style="yellow"))
+        return
+    # the collector off while tens of thousands of findings are gone through: a collection walks them all
+    with gc_paused():
+        _findings(a, console, shown, len(jobs))
+    console.print()
     _inputs(a, console)
     _malformed(a, console)
     for p in a.problems:
         console.print(Text(f"note: {printable(p)}", style="yellow"))
-    # the collector off while tens of thousands of findings are gone through: a collection walks them all
-    with gc_paused():
-        _findings(a, console, max_jobs)
+
+
+def _ranked_jobs(a: Analysis, max_jobs: int | None) -> tuple[list[str | None], list[str | None]]:
+    """Every job with findings (None: fleet-level findings), its most severe finding first, then by id;
+    and the first `max_jobs` of them (all when None or negative)."""
+    if a.findings.height == 0:
+        return [], []
+    # as the HTML report ranks them: the most overlap, then the longest finding, first among equals
+    ranked = (
+        a.findings.group_by("job_id")
+        .agg(
+            pl.col("severity").replace_strict(SEVERITY_RANK, default=len(SEVERITY_RANK)).min().alias("rank"),
+            pl.col("duration_ms").filter(pl.col("kind") == "overlapping_executions").sum().alias("overlap"),
+            pl.col("duration_ms").max().fill_null(0).alias("longest"),
+        )
+        .sort(
+            ["rank", "overlap", "longest", pl.col("job_id").fill_null("(fleet)")],
+            descending=[False, True, True, False],
+        )
+    )
+    jobs: list[str | None] = ranked["job_id"].to_list()
+    return jobs, jobs if max_jobs is None or max_jobs < 0 else jobs[:max_jobs]
+
+
+def _headline(a: Analysis, console: Console, n_jobs: int) -> None:
+    counts = dict(a.findings["severity"].value_counts().iter_rows()) if a.findings.height else {}
+    sev = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts.get(s))
+    tot = a.line_totals()
+    jobs = a.executions["job_id"].n_unique() if a.executions.height else 0
+
+    def n(count: int, what: str) -> str:
+        return f"{count:,} {what}" + ("" if count == 1 else "s")
+
+    if a.findings.height:
+        fleet = a.findings["job_id"].null_count() > 0
+        where = n(n_jobs - fleet, "job") + (" and fleet-wide" if fleet else "")
+        console.print(
+            Text(f"{a.findings.height:,} findings ({sev}) in {where}", style="bold"), highlight=False
+        )
+    else:
+        console.print(Text("No findings.", style="green bold"), highlight=False)
+    console.print(
+        Text(
+            f"{n(len(a.input_reports), 'file')}, {n(tot['total'], 'line')} ({tot['used']:,} used,"
+            f" {tot['malformed']:,} malformed) · {n(jobs, 'job')}, {n(a.executions.height, 'execution')}",
+            style="dim",
+        ),
+        highlight=False,
+    )
+
+
+def _figure(kind: str, duration_ms: float | None, trigger: str | None, details: str | None) -> str:
+    """The one number (or words) that says how bad a finding is, for the table."""
+    if kind == "lease_settings" and details:
+        import orjson
+
+        suggested = orjson.loads(details).get("suggested") or {}
+        parts = [
+            f"{what} {format_duration(suggested[key])}"
+            for key, what in (
+                ("leaseMs", "lease"),
+                ("renewalIntervalMs", "renew"),
+                ("maxRuntimeMs", "max"),
+            )
+            if isinstance(suggested.get(key), int | float)
+        ]
+        return ", ".join(parts)
+    out = format_duration(duration_ms) if duration_ms is not None else ""
+    if trigger:
+        out += f"{' ' if out else ''}trigger={printable(trigger)}"
+    return out
+
+
+def _executions(ids: list[str], cap: int = 22) -> str:
+    text = printable(", ".join(ids))
+    return text if len(text) <= cap or len(ids) < 2 else f"{printable(ids[0])} +{len(ids) - 1}"
+
+
+def _table(a: Analysis, console: Console, shown: list[str | None], n_jobs: int) -> None:
+    order = {job: i for i, job in enumerate(shown)}
+    fs = (
+        a.findings.with_columns(
+            pl.col("job_id").replace_strict(order, default=None, return_dtype=pl.Int64).alias("_order")
+            if None not in order
+            else pl.when(pl.col("job_id").is_null())
+            .then(order[None])
+            .otherwise(pl.col("job_id").replace_strict(order, default=None, return_dtype=pl.Int64))
+            .alias("_order")
+        )
+        .filter(pl.col("_order").is_not_null())
+        .sort("_order", maintain_order=True)
+    )
+    picked = fs.select(
+        "severity", "code", "kind", "job_id", "execution_ids", "duration_ms", "trigger", "details"
+    )
+    figures = [
+        _figure(k, d, t, x)
+        for k, d, t, x in picked.select("kind", "duration_ms", "trigger", "details").iter_rows()
+    ]
+    header = ("severity", "code", "kind", "job", "executions", "figure")
+    # one line per finding, whatever the width: severity, code and kind whole, the figure up to 24
+    # characters, job and executions share the rest (a longer value is cut; the details below have it whole)
+    fixed = [
+        8,
+        5,
+        min(max(4, *(len(k) for k in picked["kind"].to_list())), 22),
+        0,
+        0,
+        min(max(6, *(len(f) for f in figures)), 24),
+    ]
+    jobs_text = [printable(j) if j is not None else "(fleet)" for j in picked["job_id"].to_list()]
+    longest = max(len(printable(", ".join(x or []))) for x in picked["execution_ids"].to_list())
+    fixed[3] = min(max(3, *(len(j) for j in jobs_text)), max(12, console.width // 5))
+    room = max(console.width - sum(fixed[:4]) - 2 * 5, 22)  # for executions and the figure
+    fixed[4] = max(min(longest, room - fixed[5]), 12)
+    fixed[5] = max(room - fixed[4], 8)
+    widths = fixed
+    rows = [
+        (sev.upper(), code, kind, job, _executions(execs or [], widths[4]), fig)  # noqa: RUF100
+        for (sev, code, kind, _, execs, *_), job, fig in zip(
+            picked.iter_rows(), jobs_text, figures, strict=True
+        )
+    ]
+    lines = [Text("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(), style="bold")]
+    for r in rows:
+        line = Text()
+        for i, (value, w) in enumerate(zip(r, widths, strict=True)):
+            cell = value if len(value) <= w else value[: w - 1] + "…"
+            line.append(
+                cell if i == 5 else cell.ljust(w) + "  ", style=_STYLE[r[0].lower()] if i == 0 else ""
+            )
+        lines.append(line)
+    console.print(Group(*lines), highlight=False, no_wrap=True, overflow="ignore", crop=False)
+    if len(shown) < n_jobs:
+        rest = a.findings.height - fs.height
+        console.print(
+            f"… {rest} more findings in {n_jobs - len(shown)} more jobs (--max-jobs; all in --json / --html)",
+            highlight=False,
+        )
 
 
 def _inputs(a: Analysis, console: Console) -> None:
@@ -116,37 +264,19 @@ def _malformed(a: Analysis, console: Console) -> None:
         console.print(Text(f"  … and {total - MAX_MALFORMED_SHOWN} more ({where})"), highlight=False)
 
 
-def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
+def _findings(a: Analysis, console: Console, shown: list[str | None], n_jobs: int) -> None:
     fs = a.finding_list
-    console.print()
     if not fs:
-        console.print(Text("No findings.", style="green bold"))
         return
-    # tens of thousands of findings: their severities and jobs gathered by C loops (map)
-    severities = list(map(attrgetter("severity"), fs))
-    jobs = [printable(job) if job else "(fleet)" for job in map(attrgetter("job_id"), fs)]
-    counts = Counter(severities)
-    # each job's most severe finding orders the jobs
-    rank: dict[str, int] = {}
-    for severity, job in zip(severities, jobs, strict=True):
-        r = SEVERITY_RANK[severity]
-        if r < rank.get(job, len(SEVERITY_RANK)):
-            rank[job] = r
-    summary = ", ".join(f"{counts[s]} {s}" for s in ("error", "warning", "info") if counts[s])
-    console.print(Text(f"{len(fs)} findings ({summary})", style="bold"))
-    order = [(r, job) for job, r in rank.items()]
-    if max_jobs is None or max_jobs < 0:
-        ranked = sorted(order)[:max_jobs]
-    else:
-        ranked = heapq.nsmallest(max_jobs, order)  # the first few of tens of thousands, without sorting all
-    shown = [job for _, job in ranked]
-    by_job: dict[str, list[Finding]] = {job: [] for job in shown}
+    # tens of thousands of findings: their jobs gathered by a C loop (map)
+    jobs = list(map(attrgetter("job_id"), fs))
+    by_job: dict[str | None, list[Finding]] = {job: [] for job in shown}
     for f, job in compress(zip(fs, jobs, strict=True), map(by_job.__contains__, jobs)):
         by_job[job].append(f)
     # printed as one group: the same lines as a print per line, without rich's cost per print
     lines: list[RenderableType] = []
     for job in shown:
-        lines += [Text(""), Text(job, style="bold underline")]
+        lines += [Text(""), Text(printable(job) if job is not None else "(fleet)", style="bold underline")]
         for f in by_job[job]:
             head = Text()
             head.append(f"  {f.severity.upper():7}", style=_STYLE[f.severity])
@@ -166,7 +296,5 @@ def _findings(a: Analysis, console: Console, max_jobs: int | None) -> None:
                 )
     if lines:
         console.print(Group(*lines), highlight=False)
-    if len(shown) < len(rank):
-        console.print(
-            f"\n… {len(rank) - len(shown)} more jobs with findings (all of them in --json / --html)"
-        )
+    if len(shown) < n_jobs:
+        console.print(f"\n… {n_jobs - len(shown)} more jobs with findings (all of them in --json / --html)")

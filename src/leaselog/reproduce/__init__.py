@@ -8,7 +8,8 @@ Layout: `server` (a throwaway redis-server or the user's), `worker` (one pod, a 
 `scenarios` (the orchestration and its faults), `truth` (the figures a run measured itself).
 """
 
-from leaselog.reproduce.scenarios import SCENARIOS, ReproduceOptions, ReproduceRun, Scenario, run_scenario
+from leaselog.reproduce.options import ReproduceOptions
+from leaselog.reproduce.scenarios import SCENARIOS, ReproduceRun, Scenario, run_scenario
 from leaselog.reproduce.server import ReproduceError
 
 __all__ = ["SCENARIOS", "ReproduceError", "ReproduceOptions", "ReproduceRun", "Scenario", "run_scenario"]

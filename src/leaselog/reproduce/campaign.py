@@ -54,7 +54,7 @@ def analyze_doc(paths: Sequence[Path]) -> dict[str, Any]:
     """leaselog's JSON document for these files, as `leaselog analyze --json` writes it."""
     import leaselog
 
-    return leaselog.analyze(list(paths), keep_fields=False).to_dict()
+    return leaselog.document(leaselog.analyze(list(paths), keep_fields=False))
 
 
 Key = tuple[str, tuple[str, ...], str, str, tuple[str, ...]]

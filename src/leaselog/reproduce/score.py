@@ -1,6 +1,6 @@
 """Score leaselog's findings on a lab run against what really happened (the run's truth.json).
 
-The standard is the project's (TRUTH.md), per finding kind:
+The standard is the project's (docs/TRUTH.md), per finding kind:
 - expected (a miss when absent): overlapping_executions per pair of executions whose true [start, end]
   intersect; lease_outlived per execution that ran past its lease's true expiry (a late renewal success
   counts: Redis did extend the lease); renewal_failed per execution with a rejected, timed-out or errored
@@ -11,7 +11,7 @@ The standard is the project's (TRUTH.md), per finding kind:
   An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
   cannot show it, so its absence is no miss.
 - tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
-  local deadline (late: the worker treats it as failed; TRUTH.md is silent); renewal_gap on an execution
+  local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent); renewal_gap on an execution
   a pause, a network cut or a Redis stall hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
   a stop never honoured or within 50 ms of the target; completion_rejected; stale_write_accepted for a
   completion accepted after its own lease ended; release_failed where the release did not delete;
@@ -322,7 +322,7 @@ def _matches(e: Expected, f: dict[str, Any], job: str) -> bool:
 
 
 def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
-    """Score leaselog's JSON document (`Analysis.to_dict()` / `analyze --json`) against the truth."""
+    """Score leaselog's JSON document (`leaselog.document(a)` / `analyze --json`) against the truth."""
     job = truth["job"]
     tol, bound = tolerance(truth), skew_bound(truth)
     findings = [f for f in doc["findings"] if f.get("jobId") in (job, None)]

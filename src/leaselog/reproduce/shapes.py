@@ -1,7 +1,7 @@
 """Flat log rows re-logged in every shape leaselog reads.
 
 A pod's flat rows (the article's shape: `ts`, `pod`, `level`, `logger`, `message` and the lease fields) go in,
-that shape's lines come out, written the way its producer writes them (FORMATS.md): field names, nesting,
+that shape's lines come out, written the way its producer writes them (docs/FORMATS.md): field names, nesting,
 time precision and zone, typed values, wrappers. `render(name, pods)` gives file name -> content.
 
 Adding a shape is one function: decorate a row encoder `(row, pod, job) -> lines` with `@row_shape(...)`,

@@ -1,7 +1,7 @@
 """Ground truth: the figures a reproduction measured itself, from its pods' CLOCK_MONOTONIC moments.
 
 These are computed independently of leaselog's analysis (which reads the wall-clock `ts` of the logs), so
-a test can hold one against the other. Definitions follow PRODUCT.md's contract:
+a test can hold one against the other. Definitions follow docs/PRODUCT.md's contract:
 - `overlapMs`: from the later execution's start to the earlier one's end (its last moment if it crashed);
 - `zombieMs`: an execution's end minus its lease expiry (last confirmed acquire/renewal + lease);
 - `takeoverMs`: the next acquisition minus the crashed execution's lease expiry; `sinceLastLineMs`: the
@@ -18,7 +18,7 @@ import polars as pl
 
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
-    from leaselog.reproduce.scenarios import ReproduceOptions
+    from leaselog.reproduce.options import ReproduceOptions
 
 Moment = dict[str, Any]
 

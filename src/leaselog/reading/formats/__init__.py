@@ -1,7 +1,7 @@
 """Log shapes: detection and per-line parsing into flattened records (dotted keys).
 
 Each format turns one physical line into zero or more records (OTLP batches hold many), or raises
-`Malformed` with a reason. Detection follows FORMATS.md's order; `detect_format` looks at a file's
+`Malformed` with a reason. Detection follows docs/FORMATS.md's order; `detect_format` looks at a file's
 first non-blank lines. One module per family: `json_shapes` (flat, ECS, Logstash, GELF), `otlp`,
 `containers` (Docker, kubectl, CRI, Fluent Bit), `text` (logfmt, plain prose).
 """
@@ -178,7 +178,7 @@ FORMATS: dict[str, Format] = {
             json_shapes.sniff_flat,
             True,
             maps="ts/@timestamp/timestamp/time -> time; pod/podName/HOSTNAME -> pod; names as in "
-            "`events.FIELD_ALIASES`",
+            "`vocabulary.FIELD_ALIASES`",
         ),
         Format(
             "logfmt",
@@ -201,7 +201,7 @@ FORMATS: dict[str, Format] = {
     )
 }
 
-# FORMATS.md's detection order: wrappers first (strip, recurse), then the most specific JSON shapes.
+# docs/FORMATS.md's detection order: wrappers first (strip, recurse), then the most specific JSON shapes.
 # `text` is never auto-detected: a file of prose is only read with --format text or message rules.
 DETECTION_ORDER: list[str] = [
     "cri",
@@ -270,7 +270,7 @@ _TEXT_ORDER = [n for n in DETECTION_ORDER if not FORMATS[n].json_like]
 
 
 def line_format(line: bytes) -> Format | None:
-    """The shape of one line on its own (FORMATS.md's order), or None when no shape reads it."""
+    """The shape of one line on its own (docs/FORMATS.md's order), or None when no shape reads it."""
     if line.lstrip()[:1] == b"{":
         obj = try_object(line)
         if obj is None:

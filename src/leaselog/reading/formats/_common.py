@@ -136,7 +136,7 @@ _DOCKER_FILE = re.compile(r"^(?P<id>[0-9a-f]{64})-json\.log$")
 
 
 def pod_from_path(path: str) -> str:
-    """The pod a file stands for when no line names one (FORMATS.md: the file name is the pod).
+    """The pod a file stands for when no line names one (docs/FORMATS.md: the file name is the pod).
 
     Node log layouts name it in the path: `/var/log/pods/<ns>_<pod>_<uid>/<container>/0.log`,
     `/var/log/containers/<pod>_<ns>_<container>-<id>.log`; Docker's `<id>-json.log` gives the short id.

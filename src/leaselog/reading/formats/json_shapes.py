@@ -63,7 +63,7 @@ def sniff_gelf(line: bytes, obj: Obj) -> bool:
 def gelf_record(obj: dict[str, Any]) -> Record:
     """`_jobId` -> `jobId`; `host` (Spring Boot writes the application name there) -> `gelf.host`.
 
-    `gelf.host` is the pod source of last resort (FORMATS.md): an explicit pod field always wins.
+    `gelf.host` is the pod source of last resort (docs/FORMATS.md): an explicit pod field always wins.
     """
     rec: Record = {}
     for k, v in obj.items():

@@ -1,0 +1,5 @@
+"""`python -m leaselog.cli`."""
+
+from leaselog.cli.app import main
+
+raise SystemExit(main())

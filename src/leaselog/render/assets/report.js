@@ -1,0 +1,292 @@
+// leaselog report: draws the first timeline at once and the others as they come near the viewport (all of
+// them, at page width, before printing); filters and the job search drive the findings list and the
+// timelines, and live in the URL fragment (#kind=..&sev=..&job=..&from=..&to=..) so Back and shared links
+// work; "show on timeline" marks the finding's moment; a click on a marker keeps its raw fields shown.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("leaselog-data").textContent);
+  var config = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
+  var PRINT_WIDTH = 700;  // CSS px across an A4 page inside 12 mm margins
+
+  function spec(div) {
+    var k = div.getAttribute("data-fig");
+    if (k === "overview") { return data.overview; }
+    var block = document.getElementById("fig-" + k);
+    return JSON.parse(block.textContent);
+  }
+  function render(div, width) {
+    if (div._leaselog) { return div._leaselog; }
+    var s = spec(div);
+    var layout = s.layout;
+    if (width) { layout = Object.assign({}, layout, {width: width}); }
+    div._leaselog = Plotly.newPlot(div, s.data, layout, config).then(function () {
+      div.setAttribute("data-rendered", "1");
+      if (div.getAttribute("data-fig") === "overview") {
+        div.on("plotly_click", overviewClick);
+      } else {
+        div.on("plotly_click", function (ev) { pin(div, ev); });
+      }
+      return div;
+    });
+    return div._leaselog;
+  }
+
+  // ------------------------------------------------------------------ lazy drawing
+  var plots = Array.prototype.slice.call(document.querySelectorAll("div.plot"));
+  var first = document.getElementById("plot-0");
+  var io = null;
+  if ("IntersectionObserver" in window) {
+    io = new IntersectionObserver(function (entries) {
+      entries.forEach(function (en) {
+        if (en.isIntersecting) { io.unobserve(en.target); render(en.target); }
+      });
+    }, {rootMargin: "800px 0px"});
+    plots.forEach(function (d) { if (d !== first) { io.observe(d); } });
+  } else {
+    plots.forEach(function (d) { render(d); });
+  }
+
+  // ------------------------------------------------------------------ a marker's raw fields, kept shown
+  function plain(html) {
+    return html.replace(/<br>/g, "\n").replace(/<[^>]*>/g, "")
+      .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  }
+  function pin(div, ev, keepFocus) {
+    var pt = ev.points && ev.points[0];
+    if (!pt) { return; }
+    var text = pt.hovertext || (pt.data && pt.data.hovertext && pt.data.hovertext[pt.pointIndex]) || "";
+    var box = div.parentNode.querySelector(".pinned");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "pinned";
+      box.setAttribute("tabindex", "-1");
+      box.setAttribute("role", "note");
+      var close = document.createElement("button");
+      close.type = "button";
+      close.textContent = "close";
+      close.addEventListener("click", function () { box.remove(); });
+      box.appendChild(close);
+      box.appendChild(document.createElement("div"));
+      div.parentNode.appendChild(box);
+    }
+    box.lastChild.textContent = plain(String(text));
+    if (!keepFocus) { box.focus({preventScroll: true}); }
+  }
+
+  // ------------------------------------------------------------------ keyboard: step through events, zoom
+  // a focused timeline: Left/Right show the previous/next event's raw fields (the same panel a click
+  // keeps), + and - zoom the time axis around its middle, 0 resets it
+  function events(div) {
+    if (!div._events) {
+      var list = [];
+      div.data.forEach(function (t, c) {
+        if (!t.meta || t.meta.role !== "event") { return; }
+        (t.x || []).forEach(function (x, i) {
+          list.push({x: x, key: typeof x === "number" ? x : Date.parse(String(x).replace(" ", "T") + "Z"),
+                     hovertext: t.hovertext[i], curveNumber: c, pointNumber: i, axis: t.xaxis || "x"});
+        });
+      });
+      list.sort(function (a, b) { return a.key - b.key; });
+      div._events = list;
+    }
+    return div._events;
+  }
+  function zoom(div, factor) {
+    var full = div._fullLayout, update = {};
+    Object.keys(full).filter(function (k) { return /^xaxis\d*$/.test(k); }).forEach(function (k) {
+      var ax = full[k], lo = ax.r2l(ax.range[0]), hi = ax.r2l(ax.range[1]);
+      var mid = (lo + hi) / 2, half = (hi - lo) / 2 * factor;
+      update[k + ".range"] = [ax.l2r(mid - half), ax.l2r(mid + half)];
+    });
+    return Plotly.relayout(div, update);
+  }
+  document.addEventListener("keydown", function (ev) {
+    var div = ev.target;
+    if (!div.classList || !div.classList.contains("timeline") || !div.getAttribute("data-rendered")) { return; }
+    var list = events(div);
+    if ((ev.key === "ArrowRight" || ev.key === "ArrowLeft") && list.length) {
+      var i = div._step === undefined ? (ev.key === "ArrowRight" ? 0 : list.length - 1)
+        : Math.max(0, Math.min(list.length - 1, div._step + (ev.key === "ArrowRight" ? 1 : -1)));
+      div._step = i;
+      pin(div, {points: [list[i]]}, true);
+      Plotly.Fx.hover(div, [{curveNumber: list[i].curveNumber, pointNumber: list[i].pointNumber}],
+        list[i].axis === "x" ? "xy" : list[i].axis + "y" + list[i].axis.slice(1));
+    } else if (ev.key === "+" || ev.key === "=") {
+      zoom(div, 0.5);
+    } else if (ev.key === "-") {
+      zoom(div, 2);
+    } else if (ev.key === "0") {
+      var s = spec(div), update = {};
+      Object.keys(s.layout).filter(function (k) { return /^xaxis\d*$/.test(k); }).forEach(function (k) {
+        update[k + ".range"] = s.layout[k].range;
+      });
+      Plotly.relayout(div, update);
+    } else {
+      return;
+    }
+    ev.preventDefault();
+  });
+
+  // ------------------------------------------------------------------ show a finding on its timeline
+  function highlight(fid, scroll) {
+    var ref = data.findings[fid];
+    if (!ref || ref[0] < 0) { return Promise.resolve(); }
+    var div = document.getElementById("plot-" + ref[0]);
+    document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
+    var li = document.getElementById("f-" + fid);
+    if (li) { li.classList.add("selected"); }
+    var art = div.closest("article");
+    art.classList.remove("hidden");
+    if (scroll) { art.scrollIntoView({block: "start"}); }
+    return render(div).then(function () {
+      var base = (div.layout.shapes || []).filter(function (s) { return s.name !== "highlight"; });
+      var xref = ref[3], yref = "y" + xref.slice(1) + " domain";
+      var mark = ref[1] === ref[2]
+        ? {type: "line", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+           line: {color: "#d4a72c", width: 4}, name: "highlight"}
+        : {type: "rect", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+           fillcolor: "rgba(212,167,44,0.12)", line: {color: "#d4a72c", width: 3}, name: "highlight"};
+      base.push(mark);
+      return Plotly.relayout(div, {shapes: base});
+    }).then(function () {
+      art.classList.add("flash");
+      div.setAttribute("data-highlighted", String(fid));
+      setTimeout(function () { art.classList.remove("flash"); }, 2500);
+    });
+  }
+  document.addEventListener("click", function (ev) {
+    var a = ev.target.closest ? ev.target.closest("a.goto") : null;
+    if (!a) { return; }
+    ev.preventDefault();
+    var fid = +a.getAttribute("data-f");
+    // a history entry of its own: Back returns to the list (and its filters), not out of the report
+    history.pushState({f: fid}, "", "#f-" + fid);
+    highlight(fid, true);
+  });
+
+  // ------------------------------------------------------------------ filters, search, time window
+  var kindSel = document.getElementById("kind-filter");
+  var sevSel = document.getElementById("sev-filter");
+  var search = document.getElementById("job-search");
+  var win = null;  // [from, to] in epoch seconds, from a click on the fleet overview
+  var items = Array.prototype.slice.call(document.querySelectorAll("li.finding"));
+  var groups = Array.prototype.slice.call(document.querySelectorAll("div.jobgroup"));
+  var articles = Array.prototype.slice.call(document.querySelectorAll("article.job"));
+  // what the filters read of each finding, read from the DOM once
+  var itemKind = [], itemSev = [], itemJob = [], itemJobLower = [], itemT = [], itemGroup = [], itemHidden = [];
+  items.forEach(function (li) {
+    itemKind.push(li.getAttribute("data-kind"));
+    itemSev.push(li.getAttribute("data-sev"));
+    itemJob.push(li.getAttribute("data-job"));
+    itemJobLower.push(li.getAttribute("data-job").toLowerCase());
+    itemT.push(parseFloat(li.getAttribute("data-t")));
+    itemGroup.push(li.closest("div.jobgroup"));
+    itemHidden.push(false);
+  });
+
+  function state() {
+    var s = new URLSearchParams();
+    if (kindSel && kindSel.value) { s.set("kind", kindSel.value); }
+    if (sevSel && sevSel.value) { s.set("sev", sevSel.value); }
+    if (search && search.value) { s.set("job", search.value); }
+    if (win) { s.set("from", String(win[0])); s.set("to", String(win[1])); }
+    return s;
+  }
+  function applyFilters(record) {
+    if (!kindSel) { return; }
+    var kind = kindSel.value, sev = sevSel.value, q = (search.value || "").toLowerCase();
+    var shown = 0, jobsShown = {}, perGroup = new Map();
+    items.forEach(function (li, i) {
+      var t = itemT[i];
+      var ok = (!kind || itemKind[i] === kind) && (!sev || itemSev[i] === sev) &&
+        (!q || itemJobLower[i].indexOf(q) >= 0) && (!win || (t >= win[0] && t < win[1]));
+      if (itemHidden[i] === ok) { li.classList.toggle("hidden", !ok); itemHidden[i] = !ok; }
+      if (ok) {
+        shown += 1;
+        jobsShown[itemJob[i]] = true;
+        perGroup.set(itemGroup[i], (perGroup.get(itemGroup[i]) || 0) + 1);
+      }
+    });
+    var active = !!(kind || sev || q || win);
+    groups.forEach(function (g) {
+      var n = perGroup.get(g) || 0;
+      var c = g.querySelector(".jobcount"), total = +c.getAttribute("data-n");
+      c.textContent = (n === total ? total : n + " of " + total) + " finding(s)";
+      g.classList.toggle("hidden", n === 0);
+    });
+    var drawn = 0;
+    articles.forEach(function (art) {
+      var ok = !active || jobsShown[art.getAttribute("data-job")] === true;
+      art.classList.toggle("hidden", !ok);
+      if (ok) { drawn += 1; }
+    });
+    document.getElementById("filter-count").textContent =
+      shown + " of " + items.length + " findings shown · " + drawn + " of " + articles.length + " timelines";
+    var tw = document.getElementById("time-window");
+    if (tw) {
+      tw.textContent = win ? "time window " + new Date(win[0] * 1000).toISOString() + " → " +
+        new Date(win[1] * 1000).toISOString() : "";
+    }
+    var hash = state().toString();
+    if (record) { history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search); }
+  }
+  function restore() {
+    var h = location.hash.slice(1);
+    var m = /^f-(\d+)$/.exec(h);
+    if (m) { highlight(+m[1], true); return; }
+    if (!kindSel || h.indexOf("=") < 0) { return; }
+    var s = new URLSearchParams(h);
+    kindSel.value = s.get("kind") || "";
+    sevSel.value = s.get("sev") || "";
+    search.value = s.get("job") || "";
+    win = s.has("from") ? [parseFloat(s.get("from")), parseFloat(s.get("to"))] : null;
+    applyFilters(false);
+  }
+  function overviewClick(ev) {
+    var pt = ev.points && ev.points[0];
+    var meta = data.overview.layout.meta || {};
+    if (!pt || !meta.bucketSeconds || !kindSel) { return; }
+    var mid = meta.wall ? Date.parse(String(pt.x).replace(" ", "T") + "Z") / 1000 : +pt.x + meta.origin;
+    win = [mid - meta.bucketSeconds / 2, mid + meta.bucketSeconds / 2];
+    applyFilters(true);
+    document.getElementById("findings").scrollIntoView({block: "start"});
+  }
+  if (kindSel) {
+    [kindSel, sevSel].forEach(function (el) { el.addEventListener("change", function () { applyFilters(true); }); });
+    search.addEventListener("input", function () { applyFilters(true); });
+    document.getElementById("filter-reset").addEventListener("click", function () {
+      kindSel.value = ""; sevSel.value = ""; search.value = ""; win = null;
+      applyFilters(true);
+    });
+  }
+  window.addEventListener("popstate", restore);
+  window.addEventListener("hashchange", restore);
+
+  // ------------------------------------------------------------------ print: every shown timeline, page wide
+  function prepareForPrint() {
+    var todo = plots.filter(function (d) { return !d.closest(".hidden"); });
+    return Promise.all(todo.map(function (d) {
+      return render(d, PRINT_WIDTH).then(function () {
+        return Plotly.relayout(d, {width: PRINT_WIDTH, autosize: false});
+      }).then(function () { d.setAttribute("data-printed", "1"); });
+    }));
+  }
+  function afterPrint() {
+    plots.forEach(function (d) {
+      if (d.getAttribute("data-printed")) {
+        d.removeAttribute("data-printed");
+        Plotly.relayout(d, {width: null, autosize: true});
+      }
+    });
+  }
+  window.leaselogPrepareForPrint = prepareForPrint;
+  window.addEventListener("beforeprint", prepareForPrint);
+  window.addEventListener("afterprint", afterPrint);
+
+  // the worst job's timeline is on the first screen: draw it before anything else
+  var ready = first ? render(first) : Promise.resolve();
+  ready.then(function () {
+    restore();
+    document.body.setAttribute("data-ready", "1");
+  });
+})();

@@ -1,0 +1,159 @@
+"""The event vocabulary: the canonical event names, the aliases that map onto them, and the source keys
+each canonical field is read from. Data only: the reader, the field mapper (leaselog.events) and the
+settings' validation (leaselog.config) all read it.
+"""
+
+from __future__ import annotations
+
+import re
+
+CANONICAL_EVENTS: tuple[str, ...] = (
+    "job_triggered",
+    "lock_acquired",
+    "lock_denied",
+    "job_started",
+    "lease_renewal",
+    "ownership_lost",
+    "job_stop_requested",
+    "job_stopped",
+    "job_finished",
+    "lock_released",
+    "completion",
+    # Not in the article's vocabulary, but in its demo: a line proving the execution was alive then
+    # (`still_running_after_b_started`, heartbeats, progress lines).
+    "job_progress",
+)
+
+# alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)
+EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
+    **{e: (e, {}) for e in CANONICAL_EVENTS},
+    "triggered": ("job_triggered", {}),
+    "job_received": ("job_triggered", {}),
+    "message_received": ("job_triggered", {}),
+    "acquired": ("lock_acquired", {}),
+    "lease_acquired": ("lock_acquired", {}),
+    "lock_granted": ("lock_acquired", {}),
+    "denied": ("lock_denied", {}),
+    "lease_denied": ("lock_denied", {}),
+    "lock_busy": ("lock_denied", {}),
+    "started": ("job_started", {}),
+    "job_start": ("job_started", {}),
+    "renewal": ("lease_renewal", {}),
+    "lock_renewal": ("lease_renewal", {}),
+    "lease_renewed": ("lease_renewal", {"renewal_outcome": "success"}),
+    "lease_renewal_failed": ("lease_renewal", {"renewal_outcome": "error"}),
+    "lease_renewal_rejected": ("lease_renewal", {"renewal_outcome": "rejected"}),
+    "lease_renewal_timeout": ("lease_renewal", {"renewal_outcome": "timeout"}),
+    "lease_lost": ("ownership_lost", {}),
+    "lock_lost": ("ownership_lost", {}),
+    "stop_requested": ("job_stop_requested", {}),
+    "cancel_requested": ("job_stop_requested", {}),
+    "stopped": ("job_stopped", {}),
+    "job_cancelled": ("job_stopped", {}),
+    "cancelled": ("job_stopped", {}),
+    "finished": ("job_finished", {}),
+    "job_completed": ("job_finished", {}),
+    "job_done": ("job_finished", {}),
+    "released": ("lock_released", {}),
+    "lock_release": ("lock_released", {}),
+    "release_deleted_1": ("lock_released", {"released": "true"}),
+    "release_deleted_0": ("lock_released", {"released": "false"}),
+    "release_failed": ("lock_released", {"release_outcome": "error"}),
+    "completion_accepted": ("completion", {"outcome": "accepted"}),
+    "completion_duplicate": ("completion", {"outcome": "duplicate"}),
+    "completion_rejected": ("completion", {"outcome": "rejected"}),
+    "result_committed": ("completion", {"outcome": "accepted"}),
+    "still_running": ("job_progress", {}),
+    "still_running_after_b_started": ("job_progress", {}),
+    "heartbeat": ("job_progress", {}),
+    "progress": ("job_progress", {}),
+}
+
+# canonical field -> source keys (after nested objects are flattened to dotted keys), in precedence order.
+# Pod precedence follows docs/FORMATS.md; GELF's `host` (the application name) is only a last resort.
+FIELD_ALIASES: dict[str, list[str]] = {
+    # `wrapper.time` (Docker/kubectl/CRI/Fluent Bit's own time) only when the app's line has none
+    "ts": [
+        "ts",
+        "@timestamp",
+        "timestamp",
+        "time",
+        "timeUnixNano",
+        "observedTimeUnixNano",
+        "date",
+        "wrapper.time",
+    ],
+    "pod": [
+        "kubernetes.pod_name",
+        "k8s.pod.name",
+        "service.node.name",
+        "pod",
+        "podName",
+        "pod_name",
+        "HOSTNAME",
+        "hostname",
+        "host.name",
+        "host.hostname",
+        "gelf.host",
+    ],
+    "job_id": ["jobId", "job_id", "job.id", "jobID", "jobid"],
+    "execution_id": ["executionId", "execution_id", "execution.id", "executionID", "attemptId", "attempt_id"],
+    "event": ["event", "event.name", "event.action", "eventName", "event_name", "evt"],
+    "elapsed_ms": ["elapsedMs", "elapsed_ms", "elapsed"],
+    "lease_ms": ["leaseMs", "lease_ms", "ttlMs", "ttl_ms", "leaseDurationMs", "lease.ms"],
+    "fencing_token": ["fencingToken", "fencing_token", "fencing.token", "token"],
+    "owner": ["owner", "ownerId", "owner_id", "lockValue", "lock.owner"],
+    "renewal_outcome": ["renewalOutcome", "renewal_outcome", "renewal.outcome"],
+    "latency_ms": ["latencyMs", "latency_ms", "renewalLatencyMs", "latency"],
+    # the worker's own verdict on a renewal's success: it came after its local deadline (which keeps a
+    # safety margin before the lease's expiry, so leaselog cannot tell from the times alone)
+    "late": ["late", "renewalLate", "renewal_late", "renewal.late"],
+    "reason": ["reason", "stopReason", "stop_reason"],
+    "status": ["status", "jobStatus", "job_status"],
+    "released": ["released", "deleted", "releaseDeleted"],
+    "release_outcome": ["releaseOutcome", "release_outcome", "releaseError"],
+    "outcome": ["outcome", "completionOutcome", "completion_outcome", "completion.outcome"],
+    "trigger": ["trigger", "triggerType", "trigger_type", "messaging.system"],
+    "topic": [
+        "kafka.topic",
+        "topic",
+        "kafka_receivedTopic",
+        "messaging.destination.name",
+        "stream",
+        "redis.stream",
+    ],
+    "partition": [
+        "kafka.partition",
+        "partition",
+        "kafka_receivedPartitionId",
+        "messaging.kafka.destination.partition",
+        "messaging.destination.partition.id",
+    ],
+    "offset": ["kafka.offset", "offset", "kafka_offset", "messaging.kafka.message.offset"],
+    "message_id": [
+        "messageId",
+        "message_id",
+        "messaging.message.id",
+        "msgId",
+        "kafka_messageKey",
+        "streamEntryId",
+        "stream.entry_id",
+    ],
+    "delivery_count": [
+        "deliveryCount",
+        "delivery_count",
+        "kafka_deliveryAttempt",
+        "deliveryAttempt",
+        "delivery_attempt",
+        "messaging.delivery_count",
+    ],
+    "attempt": ["attempt", "retryAttempt", "retry_attempt", "retry.attempt"],
+    "message": ["message", "msg", "short_message", "body"],
+}
+
+
+_NORMALISE = re.compile(r"[\s.\-/:]+")
+
+
+def normalise_event_name(name: str) -> str:
+    return _NORMALISE.sub("_", name.strip().lower())
