@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.certainty import certainty_for
-from leaselog.checks.contract import CheckContext
-from leaselog.checks.frames import completions, ev, ms_expr
-from leaselog.checks.phrasing import when
-from leaselog.findings import Finding
-
-CODE = "LL502"
-KIND = "stale_write_accepted"
-SEVERITY = "error"
+from leaselog.checks.certainty import certainty_columns
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import completions, details, evidence, ms_expr, one_or_two
+from leaselog.checks.phrasing import moments, text
 
 
 def stale(ctx: CheckContext) -> pl.DataFrame:
@@ -33,8 +28,6 @@ def stale(ctx: CheckContext) -> pl.DataFrame:
         pl.col("token").cum_max().shift(1).over("job_id", "timeline").alias("max_before"),
     )
     s = acc.filter(pl.col("token") < pl.col("max_before"))
-    if s.height == 0:
-        return s
     # the accepted completion that set the higher token (the first one to reach it)
     hi = acc.select(
         "job_id",
@@ -52,39 +45,70 @@ def stale(ctx: CheckContext) -> pl.DataFrame:
     )
 
 
-def check(ctx: CheckContext) -> list[Finding]:
-    out: list[Finding] = []
-    for r in stale(ctx).iter_rows(named=True):
-        ck = r["clock"]
-        certainty, caveat = certainty_for(
-            r["after_ms"], [r["pod"], r["hi_pod"]], [ck, r["hi_clock"]], ctx.settings
-        )
-        message = (
-            f"{r['execution_id']} ({r['pod']})'s completion of {r['job_id']} with fencing token {r['token']} was "
-            f"accepted at {when(r['t'], ck)}, although {r['hi_execution_id']} ({r['hi_pod']}) had already had "
-            f"token {r['max_before']} accepted at {when(r['hi_t'], r['hi_clock'])}: a stale write from an "
-            "owner that had lost its lease. The destination must atomically reject a token older than the "
-            f"highest it has accepted; attaching a number alone does nothing.{caveat}"
-        )
-        out.append(
-            Finding(
-                kind=KIND,
-                code=CODE,
-                # what the logs cannot prove is never an error
-                severity=SEVERITY if certainty == "certain" else "warning",
-                certainty=certainty,
-                job_id=r["job_id"],
-                execution_ids=(r["execution_id"], r["hi_execution_id"]),
-                pods=tuple(dict.fromkeys([r["pod"], r["hi_pod"]])),
-                start=r["hi_t"],
-                end=r["t"],
-                duration_ms=r["after_ms"],
-                message=message,
-                evidence=(
-                    *ev(r["hi_file"], r["hi_line"], f"token {r['max_before']} accepted"),
-                    *ev(r["file"], r["line"], f"older token {r['token']} accepted"),
-                ),
-                details={"token": r["token"], "highestAcceptedBefore": r["max_before"]},
-            )
-        )
-    return out
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    found = stale(ctx).select(
+        "job_id",
+        "execution_id",
+        "pod",
+        "clock",
+        "t",
+        "token",
+        "file",
+        "line",
+        "max_before",
+        "hi_execution_id",
+        "hi_pod",
+        "hi_t",
+        "hi_file",
+        "hi_line",
+        "hi_clock",
+        "after_ms",
+    )
+    return found.with_columns(
+        # how far to trust the order of the two accepted writes, across pods' clocks
+        *certainty_columns(pl.col("after_ms"), ("pod", "hi_pod"), ("clock", "hi_clock"), ctx.settings),
+        pl.concat_list("execution_id", "hi_execution_id").alias("execution_ids"),
+        one_or_two("pod", "hi_pod").alias("pods"),
+        pl.col("hi_t").alias("start"),
+        pl.col("t").alias("end"),
+        pl.col("after_ms").alias("duration_ms"),
+        evidence(
+            (pl.col("hi_file"), pl.col("hi_line"), pl.format("token {} accepted", text("max_before"))),
+            (pl.col("file"), pl.col("line"), pl.format("older token {} accepted", text("token"))),
+        ).alias("evidence"),
+        details(token=pl.col("token"), highestAcceptedBefore=pl.col("max_before")).alias("details"),
+    ).with_columns(
+        # what the logs cannot prove is never an error
+        pl.when(pl.col("certainty") == "certain")
+        .then(pl.lit(CHECK.severity))
+        .otherwise(pl.lit("warning"))
+        .alias("severity"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    rows = rows.with_columns(
+        moments(rows, "t", "clock").alias("t_when"),
+        moments(rows, "hi_t", "hi_clock").alias("hi_when"),
+    )
+    return rows.select(
+        pl.format(
+            "{} ({})'s completion of {} with fencing token {} was accepted at {}, although {} ({}) had already "
+            "had token {} accepted at {}: a stale write from an owner that had lost its lease. The destination "
+            "must atomically reject a token older than the highest it has accepted; attaching a number alone "
+            "does nothing.{}",
+            text("execution_id"),
+            text("pod"),
+            text("job_id"),
+            text("token"),
+            "t_when",
+            text("hi_execution_id"),
+            text("hi_pod"),
+            text("max_before"),
+            "hi_when",
+            "caveat",
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL502", "stale_write_accepted", "error", detect, explain)
