@@ -58,7 +58,6 @@ class Evidence(BaseModel):
         )
 
 
-NO_LINE: tuple[None, None, None] = (None, None, None)  # for `Evidence.known`: a line not to cite
 # One fields-set shared by every record built here (~0.7 KB a finding, 0.2 KB an evidence line, were
 # per-record copies: ~100 MB at 68 000 findings). Sharing a mutable set is safe: pydantic's
 # `model_copy(update=...)` copies the set before adding to it, and nothing else writes to it.

@@ -29,25 +29,15 @@ from types import ModuleType
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext, as_findings, detected
-from leaselog.findings import empty_findings, frame_of, gc_paused
-
-
-def _legacy(mod: ModuleType) -> Check:
-    """A module still written as `check(ctx) -> list[Finding]`, as a Check (its rows carry the message)."""
-
-    def detect(ctx: CheckContext) -> pl.DataFrame:
-        return frame_of(mod.check(ctx))
-
-    def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
-        return rows["message"]
-
-    return Check(mod.CODE, mod.KIND, mod.SEVERITY, detect, explain)
+from leaselog.findings import empty_findings, gc_paused
 
 
 def _check_of(mod: ModuleType) -> Check:
     check = getattr(mod, "CHECK", None)
     if not isinstance(check, Check):
-        check = _legacy(mod)
+        raise TypeError(
+            f"{mod.__name__}: a check module defines CHECK = Check(code, kind, severity, detect, explain)"
+        )
     return replace(check, doc=mod.__doc__ or "")
 
 

@@ -27,13 +27,6 @@ def cross_pod_certainty(
     return "certain", ""
 
 
-def certainty_for(
-    size_ms: float | None, pods: list[str | None], clocks: list[str | None], settings: Settings
-) -> tuple[Certainty, str]:
-    """cross_pod_certainty for rows that may carry missing pods (a null pod is its own unknown pod)."""
-    return cross_pod_certainty(size_ms, [p or "?" for p in pods], clocks, settings)
-
-
 def certainty_columns(
     size_ms: pl.Expr,
     pods: tuple[str, str],
@@ -42,7 +35,7 @@ def certainty_columns(
     *,
     pods_as_given: bool = False,
 ) -> list[pl.Expr]:
-    """`certainty_for` as two columns, `certainty` and `caveat`, computed for every row at once.
+    """`cross_pod_certainty` as two columns, `certainty` and `caveat`, computed for every row at once.
 
     Same rules and sentences: uncertain when the two pods differ (a null pod is its own unknown pod) and
     either the log has no wall clock or the size is within the clock-skew bound. `pods_as_given`: pods
@@ -69,36 +62,6 @@ def certainty_columns(
     ]
 
 
-def handover_skew_note(
-    earlier_pod: str | None,
-    later_pod: str | None,
-    gap_ms: float | None,
-    confirm_latency_ms: float | None,
-) -> tuple[float | None, str]:
-    """What a lease handover proves about two pods' clocks.
-
-    Redis let the later pod acquire the key only once the earlier lease was gone *in Redis's time*. The
-    earlier pod logged its last confirmation after Redis had set the TTL (by up to that call's latency),
-    so its logged expiry is late by at most that latency. Hence: later pod's clock - earlier pod's clock
-    <= gap + latency. A negative bound means Redis granted the key while the earlier lease still looked
-    valid: either the clocks disagree by at least that much, or the lock failed.
-    Returns (bound in ms, a sentence), or (None, "") when the pods are the same or the gap unknown.
-    """
-    if gap_ms is None or earlier_pod is None or later_pod is None or earlier_pod == later_pod:
-        return None, ""
-    bound = gap_ms + (confirm_latency_ms or 0.0)
-    lat = _SKEW_LATENCY.format(latency=format_duration(confirm_latency_ms)) if confirm_latency_ms else ""
-    template = _SKEW_PROVEN if gap_ms >= 0 else _SKEW_PROVEN_INSIDE if bound >= 0 else _SKEW_CONTRADICTED
-    return bound, template.format(
-        later=later_pod,
-        earlier=earlier_pod,
-        bound=format_duration(abs(bound)),
-        gap=format_duration(abs(gap_ms)),
-        latency=lat,
-        latency_text=format_duration(confirm_latency_ms),
-    )
-
-
 def skew_details(bound: float | None) -> dict[str, float | None]:
     """A handover's skew bound as finding details, with no negative figure: `skewBoundMs` (how far the
     later pod's clock can be ahead) when the handover proves one, else `clockDisagreementMs` (how far the
@@ -108,8 +71,7 @@ def skew_details(bound: float | None) -> dict[str, float | None]:
     return {"skewBoundMs": None, "clockDisagreementMs": -bound}
 
 
-# the sentences of `handover_skew_note` and `handover_skew_columns` (filled by `str.format` or, a column
-# for each name, by `format_columns`)
+# the sentences of `handover_skew_columns` (a column for each name, filled by `format_columns`)
 _SKEW_PROVEN = (
     " Redis handed the key over only after the earlier lease had expired in its own time, so "
     "{later}'s clock is at most {bound} ahead of {earlier}'s (the {gap} gap{latency})."
@@ -136,8 +98,15 @@ _SKEW_LATENCY = " plus the {latency} confirming call"
 def handover_skew_columns(
     df: pl.DataFrame, earlier_pod: str, later_pod: str, gap_ms: str, confirm_latency_ms: str, where: pl.Expr
 ) -> list[pl.Series]:
-    """`handover_skew_note` for every row of `df` where `where` holds, as two columns: `skew_bound` (null
-    where the handover proves nothing) and `skew_note` (`""` there). The same rules and sentences."""
+    """What a lease handover proves about two pods' clocks, for every row of `df` where `where` holds.
+
+    Redis let the later pod acquire the key only once the earlier lease was gone *in Redis's time*. The
+    earlier pod logged its last confirmation after Redis had set the TTL (by up to that call's latency),
+    so its logged expiry is late by at most that latency. Hence: later pod's clock - earlier pod's clock
+    <= gap + latency. A negative bound means Redis granted the key while the earlier lease still looked
+    valid: either the clocks disagree by at least that much, or the lock failed.
+    Two columns: `skew_bound` (ms; null where the pods are the same, the gap unknown or `where` false)
+    and `skew_note`, the sentence (`""` there)."""
     earlier, later, gap, lat = (pl.col(c) for c in (earlier_pod, later_pod, gap_ms, confirm_latency_ms))
     proves = where & gap.is_not_null() & earlier.is_not_null() & later.is_not_null() & (earlier != later)
     parts = df.select(
