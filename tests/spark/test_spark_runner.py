@@ -19,7 +19,8 @@ from leaselog.cli import main
 from leaselog.pipeline import settings_of
 from leaselog.spark import StageTimes, run
 
-pytestmark = pytest.mark.spark
+# one shared local[2] session: under `-n 2` every Spark test runs on the same xdist worker (`--dist loadgroup`)
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 SETS = sorted(
     [SAMPLES / n for n in ("article-demo", "article-incident", "clean", "clean-busy")]
