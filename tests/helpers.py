@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,3 +25,39 @@ def jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 def analyze_rows(tmp_path: Path, rows: list[dict[str, Any]], **options: Any) -> leaselog.Analysis:
     jsonl(tmp_path / "log.jsonl", rows)
     return leaselog.analyze(tmp_path / "log.jsonl", **options)
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (for a throwaway server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def local_s3() -> Iterator[str]:
+    """A local S3 server (moto's, on loopback) and the AWS_* environment pointing at it, for as long as the
+    block runs (child processes, e.g. Spark workers, inherit it); yields its URL. Needs moto installed."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": url,
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield url
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

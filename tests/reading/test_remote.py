@@ -6,8 +6,6 @@ from __future__ import annotations
 import gzip
 import http.server
 import json
-import os
-import socket
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -17,37 +15,25 @@ from typing import Any
 import pytest
 
 import leaselog
-from helpers import SAMPLES
+from helpers import SAMPLES, local_s3
 from leaselog.reading.sources import InputError, expand_sources
 
 pytest.importorskip("s3fs")
-moto_server = pytest.importorskip("moto.server")
+pytest.importorskip("moto.server")
 
 pytestmark = pytest.mark.s3
 
 SETS = ("article-incident", "clean-busy", "scenarios/crash-with-takeover")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def s3() -> Iterator[Any]:
     """A local S3 server with a bucket `logs`: each sample set under `plain/<set>/` and `gz/<set>/`."""
-    port = _free_port()
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    env = {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    with local_s3():
+        yield from _bucket()
+
+
+def _bucket() -> Iterator[Any]:
     import boto3
     import fsspec
 
@@ -61,12 +47,6 @@ def s3() -> Iterator[Any]:
     try:
         yield client
     finally:
-        server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         fsspec.AbstractFileSystem.clear_instance_cache()
 
 
