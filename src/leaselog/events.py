@@ -25,6 +25,7 @@ from leaselog.vocabulary import EVENT_ALIASES, FIELD_ALIASES, normalise_event_na
 
 _STRING_FIELDS = (
     "pod",
+    "thread",
     "job_id",
     "execution_id",
     "owner",
@@ -43,6 +44,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "clock": pl.String(),
     "seq": pl.Int64(),
     "pod": pl.String(),
+    "thread": pl.String(),
     "job_id": pl.String(),
     "execution_id": pl.String(),
     "event": pl.String(),

@@ -68,6 +68,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "for equal times",
         ),
         ("pod", _S, "the worker that logged it"),
+        ("thread", _S, "the thread or worker process that logged it (thread, threadName, processName, ...)"),
         *_EXEC_KEY,
         ("event", _S, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
         ("raw_event", _S, "the event name as logged, before alias mapping"),

@@ -96,6 +96,18 @@ FIELD_ALIASES: dict[str, list[str]] = {
         "host.hostname",
         "gelf.host",
     ],
+    # the thread or worker process that logged the line: with no execution id, (job, pod, thread) cut
+    # into runs by the lifecycle identifies an execution (Celery's `processName` is its pool process)
+    "thread": [
+        "thread",
+        "thread_name",
+        "threadName",
+        "process.thread.name",
+        "thread.name",
+        "logger_thread",
+        "processName",
+        "process_name",
+    ],
     "job_id": ["jobId", "job_id", "job.id", "jobID", "jobid"],
     "execution_id": ["executionId", "execution_id", "execution.id", "executionID", "attemptId", "attempt_id"],
     "event": ["event", "event.name", "event.action", "eventName", "event_name", "evt"],
