@@ -74,7 +74,10 @@ fi
 # 3. leaselog into it
 step="pip install -e '.[$extras]' into .venv"
 echo "setup.sh: installing leaselog[$extras] into .venv (the first time takes a few minutes)"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
+# (pipefail: pip's own exit status stands; sed only drops the notes about unreachable local index folders
+# that some machines' pip.conf names)
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]" 2>&1 |
+  sed -u -e '/is ignored: it is neither a file nor a directory/d'
 
 step="checking .venv/bin/leaselog"
 .venv/bin/leaselog --help >/dev/null
