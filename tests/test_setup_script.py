@@ -65,7 +65,7 @@ def test_python_without_venv_support_is_an_error(tmp_path: Path) -> None:
     fake = _fake_python(tmp_path / "bin", "  *ensurepip*) echo \"No module named 'ensurepip'\" >&2; exit 1;;")
     r = _run(tmp_path / "p", PYTHON=str(fake))
     assert r.returncode != 0
-    assert "python3-venv" in r.stderr  # named as missing (not installed: LEASELOG_NO_APT=1), then the error
+    assert "python3-venv" in r.stderr  # what to install (LEASELOG_NO_APT=1: nothing was installed)
     assert "cannot make a virtual environment" in r.stderr
 
 
