@@ -225,6 +225,8 @@ class _Run:
             str(self.scratch / f"{p.pod}.truth.jsonl"),
             "--trigger",
             PATH_TRIGGER[p.path],
+            "--path",
+            p.path,
             "--claim-idle-ms",
             str(plan.lease_ms),
             "--close-marker",
