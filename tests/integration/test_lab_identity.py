@@ -24,8 +24,6 @@ from leaselog.reproduce.identity import translate, true_names
 from leaselog.reproduce.lab import Plan, PodPlan, play
 from leaselog.reproduce.server import throwaway_redis
 
-NEEDS_ENGINE = pytest.mark.xfail(reason="needs execution identity without ids", strict=False)
-
 # -- renderings without ids -------------------------------------------------------------------------
 
 
@@ -197,7 +195,7 @@ def _bad(rs: Any) -> list[str]:
 @pytest.mark.redis
 @pytest.mark.parametrize(
     "name",
-    ["scheduled", "threads", "same_pod", pytest.param("same_pod_reused", marks=NEEDS_ENGINE)],
+    ["scheduled", "threads", "same_pod", "same_pod_reused"],
 )
 def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
@@ -208,7 +206,6 @@ def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: P
 
 
 @pytest.mark.redis
-@NEEDS_ENGINE
 @pytest.mark.parametrize("name", list(PLANS))
 def test_without_ids_the_findings_are_the_same(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
