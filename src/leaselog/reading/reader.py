@@ -72,6 +72,7 @@ from leaselog.reading.formats import (
 )
 from leaselog.reading.formats.json_shapes import parse_flat
 from leaselog.reading.identity import note_pod_sources, post_process
+from leaselog.reading.library_hints import library_hints
 from leaselog.reading.library_lines import settle_library_rows
 from leaselog.reading.report import MAX_LOCATED, RAW_SCHEMA, InputReport, Stream
 from leaselog.reading.sources import Source
@@ -160,6 +161,9 @@ class Reader:
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
+        for source, report in zip(sources, inputs, strict=True):
+            if report.lines and not report.events and self.mapper.dialect_needles:
+                report.library_hints = library_hints(source)
         lists = pl.DataFrame(
             {**{k: self.raw[k] for k in RAW_COLUMNS}, "event": self.event_names}, schema=RAW_SCHEMA
         ).with_columns(

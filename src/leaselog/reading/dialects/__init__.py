@@ -54,6 +54,10 @@ class Sample:
     line: str
     event: str | None
     fields: Mapping[str, str] = field(default_factory=dict)
+    # lines the library (or the framework) prints around it that the sample needs: the acquisition a
+    # job-from-thread message refers to (`before`), the stack trace a confirmed rule reads (`after`)
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -149,11 +149,35 @@ DIALECT = Dialect(
             "lock_acquired",
             {"job_id": "report", "thread": "scheduling-1"},
         ),
+        Sample(
+            _CONSOLE.replace("DEBUG", "TRACE").replace("scheduling-1", "  shedlock-keepalive-1")
+            + "n.j.s.support.KeepAliveLockProvider     : Lock report extended for PT5M",
+            "lease_renewal",
+            {"job_id": "report", "lease_ms": "300000", "renewal_outcome": "success"},
+        ),
+        Sample(
+            _CONSOLE.replace("DEBUG", "ERROR")
+            + "n.j.s.p.j.t.JdbcTemplateStorageAccessor : Unlock failed after 10 attempts",
+            "lock_released",
+            {"job_id": "report", "released": "false", "release_outcome": "error"},
+            before=(
+                _CONSOLE
+                + _EXECUTOR
+                + "Locked 'report', lock will be held at most until 2026-11-29T10:05:00.101Z",
+            ),
+        ),
         Sample(_CONSOLE + _EXECUTOR + "Already locked 'report'", None),
     ),
     loggers=("net.javacrumbs.shedlock",),
     advice="ShedLock logs its locks only at DEBUG: set logging.level.net.javacrumbs.shedlock=DEBUG.",
-    hints=("net.javacrumbs.shedlock", "n.j.shedlock.", "n.j.s.core.", "SchedulerLock", "shedlock"),
+    hints=(
+        "net.javacrumbs.shedlock",
+        "n.j.shedlock.",
+        "n.j.s.core.",
+        "SchedulerLock",
+        "shedlock",
+        "scheduling-",
+    ),
     enable="logging.level.net.javacrumbs.shedlock=DEBUG (Spring Boot), or "
     '<logger name="net.javacrumbs.shedlock" level="DEBUG"/> in logback-spring.xml',
     cannot_measure="renewals (none without KeepAliveLockProvider or LockExtender; KeepAlive's are TRACE), "

@@ -33,6 +33,11 @@ _EXPIRED = "Lock was released in the store due to expiration"
 _CONSOLE = "2026-11-29T10:00:00.101Z DEBUG 1 --- [report-service] [   scheduling-1] "
 _LOGGER = "o.s.i.redis.util.RedisLockRegistry       : "
 
+_ACQUIRED = (
+    _CONSOLE + _LOGGER + "Acquired lock; RedisLock [lockKey=reports:report,"
+    "lockedAt=2026-11-29@09:59:00.017, clientId=4c1b9d0e-2f51-4c2a-9a0b-6c2f1d7a5e11]"
+)
+
 DIALECT = Dialect(
     name="spring-redis-lock-registry",
     library="Spring Integration RedisLockRegistry (org.springframework.integration.redis.util)",
@@ -75,8 +80,7 @@ DIALECT = Dialect(
     ),
     samples=(
         Sample(
-            _CONSOLE + _LOGGER + "Acquired lock; RedisLock [lockKey=reports:report,"
-            "lockedAt=2026-11-29@09:59:00.017, clientId=4c1b9d0e-2f51-4c2a-9a0b-6c2f1d7a5e11]",
+            _ACQUIRED,
             "lock_acquired",
             {"job_id": "report", "thread": "scheduling-1"},
         ),
@@ -87,10 +91,29 @@ DIALECT = Dialect(
             {"job_id": "report", "released": "true"},
         ),
         Sample(
-            _CONSOLE.replace("DEBUG", "ERROR")
+            _CONSOLE.replace("DEBUG", "ERROR").replace("10:00:00.101", "10:01:10.101")
             + "o.s.s.s.TaskUtils$LoggingErrorHandler    : Unexpected error occurred in scheduled task",
             "lock_released",
-            {"released": "false"},
+            {"job_id": "report", "released": "false", "thread": "scheduling-1"},
+            before=(_ACQUIRED,),
+            after=(
+                "java.util.ConcurrentModificationException: Lock was released in the store due to expiration. "
+                "The integrity of data protected by this lock may have been compromised.",
+                "\tat org.springframework.integration.redis.util.RedisLockRegistry$RedisLock.removeLockKey"
+                "(RedisLockRegistry.java:678) ~[spring-integration-redis-6.4.1.jar:6.4.1]",
+                "\tat org.springframework.integration.redis.util.RedisLockRegistry$RedisLock.unlock"
+                "(RedisLockRegistry.java:631) ~[spring-integration-redis-6.4.1.jar:6.4.1]",
+            ),
+        ),
+        Sample(
+            _CONSOLE.replace("DEBUG", "ERROR").replace("10:00:00.101", "10:01:10.101")
+            + "o.s.s.s.TaskUtils$LoggingErrorHandler    : Unexpected error occurred in scheduled task",
+            None,
+            before=(_ACQUIRED,),
+            after=(
+                "java.lang.IllegalArgumentException: report template missing",
+                "\tat com.example.report.ReportJob.run(ReportJob.java:42) ~[classes/:na]",
+            ),
         ),
         Sample(
             '{"@timestamp":"2026-11-29T10:01:10.101Z","log.level":"ERROR","process.thread.name":"scheduling-1",'
@@ -100,7 +123,16 @@ DIALECT = Dialect(
             'to expiration. The integrity of data protected by this lock may have been compromised.",'
             '"ecs.version":"8.11"}',
             "lock_released",
-            {"released": "false"},
+            {"job_id": "report", "released": "false"},
+            before=(_ACQUIRED,),
+        ),
+        Sample(
+            _CONSOLE.replace("DEBUG", "ERROR").replace("10:00:00.101", "10:01:10.101")
+            + "c.e.report.ReportJob                     : Lock was released in the store due to expiration. "
+            "The integrity of data protected by this lock may have been compromised.",
+            "lock_released",
+            {"job_id": "report", "released": "false"},
+            before=(_ACQUIRED,),
         ),
     ),
     loggers=("org.springframework.integration.redis.util.RedisLockRegistry",),
