@@ -24,6 +24,7 @@ import polars as pl
 
 from leaselog.analysis import Analysis
 from leaselog.caveats import identity_caveats
+from leaselog.library_advice import library_advice
 from leaselog.checks import REGISTRY, Check, CheckContext, run_checks
 from leaselog.checks.contract import Partial, as_findings
 from leaselog.config import FRIENDLY_OPTIONS, Settings
@@ -111,7 +112,7 @@ def analyze_events(events: pl.DataFrame, settings: Settings, fleet: FleetContext
     ctx = CheckContext(
         events=events, executions=executions, leases=leases, renewals=renewals, settings=settings, fleet=fleet
     )
-    findings = identity_caveats(run_checks(ctx, JOB_CHECKS), executions)
+    findings = library_advice(identity_caveats(run_checks(ctx, JOB_CHECKS), executions), events)
     partials = {c.code: c.partial(ctx) for c in FLEET_CHECKS if c.partial is not None}
     return Part(executions, leases, renewals, findings, partials, events, remarks)
 

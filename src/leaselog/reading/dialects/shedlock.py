@@ -57,10 +57,16 @@ DIALECT = Dialect(
         Rule(
             "lock_acquired",
             r"^Locked " + _NAME + r", lock will be held at most until (?P<lease_until>\S+)",
+            {"trigger": "scheduler"},
             name="locked",
             versions="4.0.0-7.x",
         ),
-        Rule("lock_denied", r"^Not executing " + _NAME + r"\. It's locked\.", name="not-executing"),
+        Rule(
+            "lock_denied",
+            r"^Not executing " + _NAME + r"\. It's locked\.",
+            {"trigger": "scheduler"},
+            name="not-executing",
+        ),
         Rule(
             "lock_released",
             r"^Task finished, lock " + _NAME + r" will be released at (?P<held_until>\S+)",
