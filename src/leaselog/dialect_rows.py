@@ -59,7 +59,13 @@ def _drop_echoes(df: pl.DataFrame) -> pl.DataFrame:
     near = dt.timedelta(milliseconds=SAME_MOMENT_MS)
     # the app's line nearest in time (either side) to each library line, of the same job, pod and event
     hit = mine.join_asof(
-        app, left_on="t_wall", right_on="t_app", by=keys, strategy="nearest", tolerance=near
+        app,
+        left_on="t_wall",
+        right_on="t_app",
+        by=keys,
+        strategy="nearest",
+        tolerance=near,
+        check_sortedness=False,
     ).filter(pl.col("t_app").is_not_null())
     if hit.is_empty():
         return df
@@ -83,7 +89,14 @@ def _join_app(df: pl.DataFrame) -> pl.DataFrame:
         rows.filter(orphan)
         .select("_row", "job_id", "pod", "t_wall")
         .sort("t_wall")
-        .join_asof(runs, left_on="t_wall", right_on="t_app", by=["job_id", "pod"], strategy="backward")
+        .join_asof(
+            runs,
+            left_on="t_wall",
+            right_on="t_app",
+            by=["job_id", "pod"],
+            strategy="backward",
+            check_sortedness=False,
+        )
         .select("_row", "_app_exec")
     )
     return (

@@ -24,7 +24,6 @@ import polars as pl
 
 from leaselog.analysis import Analysis
 from leaselog.caveats import identity_caveats
-from leaselog.library_advice import library_advice
 from leaselog.checks import REGISTRY, Check, CheckContext, run_checks
 from leaselog.checks.contract import Partial, as_findings
 from leaselog.config import FRIENDLY_OPTIONS, Settings
@@ -32,6 +31,7 @@ from leaselog.events import FieldMapper, build_events, compact
 from leaselog.execution_runs import identify_executions, identity_notes
 from leaselog.findings import empty_findings, finalize
 from leaselog.fleet import FleetContext, Totals
+from leaselog.library_advice import library_advice
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, Source, expand_sources
