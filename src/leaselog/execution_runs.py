@@ -160,22 +160,33 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
 
 def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
     """(job_id, execution_id) of explicit ids with a begin logged after their first end, or acquired on
-    two threads (a redelivery to another consumer of the same pod, under the same id): one group-by, so the
-    row-level split runs only for them (none, in most logs)."""
+    two threads (a redelivery to another consumer of the same pod, under the same id): one group-by on a
+    hash of the key over the begin and end lines only, so the row-level split runs only for them (none,
+    in most logs). A hash collision can only cause that work."""
     ev = pl.col("event")
     begin = ev.is_in(["job_triggered", "lock_acquired", "lock_denied"])
-    acquired = ev == "lock_acquired"
-    return (
+    end = ev.is_in(["job_finished", "job_stopped", "lock_released"])
+    key = pl.struct("job_id", "execution_id").hash()
+    hits = (
         events.lazy()
-        .select("job_id", "execution_id", "t", "thread", ev)
-        .group_by("job_id", "execution_id")
+        .filter(begin | end)
+        .group_by(key.alias("k"))
         .agg(
             pl.col("t").filter(begin).max().alias("b"),
-            pl.col("t").filter(ev.is_in(["job_finished", "job_stopped", "lock_released"])).min().alias("e"),
-            pl.col("thread").filter(acquired).drop_nulls().n_unique().alias("threads"),
+            pl.col("t").filter(end).min().alias("e"),
+            pl.col("thread").filter(ev == "lock_acquired").drop_nulls().n_unique().alias("threads"),
         )
         .filter((pl.col("b") > pl.col("e")) | (pl.col("threads") > 1))
+        .select("k")
+        .collect()
+    )
+    if not hits.height:
+        return pl.DataFrame(schema={"job_id": pl.String(), "execution_id": pl.String()})
+    return (
+        events.lazy()
+        .filter(key.is_in(hits["k"].implode()))
         .select("job_id", "execution_id")
+        .unique()
         .collect()
     )
 
