@@ -24,7 +24,12 @@ from leaselog.reproduce.identity import translate, true_names
 from leaselog.reproduce.lab import Plan, PodPlan, play
 from leaselog.reproduce.server import throwaway_redis
 
-NEEDS_ENGINE = pytest.mark.xfail(reason="needs execution identity without ids", strict=False)
+# The one the engine does not split yet: the same id logged by two threads of one pod at once (a task
+# redelivered under its own id while the first delivery still runs) is one execution to it, so with ids it
+# misses the overlap, the zombie and the second attempt (without ids, thread and lifecycle split it right).
+REUSED_AT_ONCE = pytest.mark.xfail(
+    reason="an id reused by two threads of one pod at once is still one execution", strict=False
+)
 
 # -- renderings without ids -------------------------------------------------------------------------
 
@@ -144,15 +149,16 @@ def _pod(
 
 
 PLANS = {
-    # pod-a's third run (2.2 s) outlives its 1 s lease; pod-b, turned away three times, acquires at its
-    # fourth tick while pod-a still runs. Both pods count their ids from 1.
+    # pod-a's third run (2.2 s) outlives its 1 s lease; pod-b's scheduler fires 250 ms after pod-a's: it is
+    # turned away three times, and acquires at its fourth tick while pod-a still runs. Both pods count
+    # their ids from 1.
     "scheduled": _plan(
         901,
         "scheduled",
         "counter",
         [
-            _pod("A", "scheduler", ("tick",), (3, 3, 22, 3), (0, 1500, 3000)),
-            _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (100, 1600, 3100, 4600)),
+            _pod("A", "scheduler", ("tick",), (6, 6, 22, 6), (0, 1500, 3000)),
+            _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (250, 1750, 3250, 4600)),
         ],
     ),
     # one pod, a scheduler pool of two: the second thread fires 1.3 s in, after the first one's lease
@@ -197,19 +203,21 @@ def _bad(rs: Any) -> list[str]:
 @pytest.mark.redis
 @pytest.mark.parametrize(
     "name",
-    ["scheduled", "threads", "same_pod", pytest.param("same_pod_reused", marks=NEEDS_ENGINE)],
+    ["scheduled", "threads", "same_pod", pytest.param("same_pod_reused", marks=REUSED_AT_ONCE)],
 )
 def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
     rs, _doc = score_run(folder, truth, "flat", tmp_path)
     found = {i.kind for i in rs.items if i.status == "found"}
-    assert EXPECTED[name] <= found
     assert _bad(rs) == []
+    assert EXPECTED[name] <= found, f"the run did not go as planned: {sorted(found)}"
 
 
 @pytest.mark.redis
-@NEEDS_ENGINE
-@pytest.mark.parametrize("name", list(PLANS))
+@pytest.mark.parametrize(
+    "name",
+    ["scheduled", "threads", "same_pod", pytest.param("same_pod_reused", marks=REUSED_AT_ONCE)],
+)
 def test_without_ids_the_findings_are_the_same(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
     rs, _doc = score_run(folder, truth, "flat", tmp_path, ids=False)
