@@ -19,8 +19,9 @@ import pytest
 from leaselog.cli import main
 from leaselog.reproduce import shapes
 from leaselog.reproduce.campaign import differences, run_campaign, signature
-from leaselog.reproduce.lab import FAULTS, PATHS, draw, plan_from_dict
+from leaselog.reproduce.lab import FAULTS, PATHS, draw
 from leaselog.reproduce.layouts import LAYOUTS
+from leaselog.reproduce.plan import plan_from_dict
 from leaselog.reproduce.score import RunScore, expectations, score, tolerance
 
 # -- hand-made truths ------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import leaselog
 from leaselog.reproduce import shapes
 from leaselog.reproduce.campaign import differential, score_run, write_shape
 from leaselog.reproduce.identity import translate, true_names
-from leaselog.reproduce.lab import Plan, PodPlan, play
+from leaselog.reproduce.lab import play
+from leaselog.reproduce.plan import Plan, PodPlan
 from leaselog.reproduce.server import throwaway_redis
 
 # The one the engine does not split yet: the same id logged by two threads of one pod at once (a task
