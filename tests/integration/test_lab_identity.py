@@ -25,13 +25,6 @@ from leaselog.reproduce.lab import play
 from leaselog.reproduce.plan import Plan, PodPlan
 from leaselog.reproduce.server import throwaway_redis
 
-# The one the engine does not split yet: the same id logged by two threads of one pod at once (a task
-# redelivered under its own id while the first delivery still runs) is one execution to it, so with ids it
-# misses the overlap, the zombie and the second attempt (without ids, thread and lifecycle split it right).
-REUSED_AT_ONCE = pytest.mark.xfail(
-    reason="an id reused by two threads of one pod at once is still one execution", strict=False
-)
-
 # -- renderings without ids -------------------------------------------------------------------------
 
 
@@ -204,7 +197,7 @@ def _bad(rs: Any) -> list[str]:
 @pytest.mark.redis
 @pytest.mark.parametrize(
     "name",
-    ["scheduled", "threads", "same_pod", pytest.param("same_pod_reused", marks=REUSED_AT_ONCE)],
+    ["scheduled", "threads", "same_pod", "same_pod_reused"],
 )
 def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
@@ -215,10 +208,7 @@ def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: P
 
 
 @pytest.mark.redis
-@pytest.mark.parametrize(
-    "name",
-    ["scheduled", "threads", "same_pod", pytest.param("same_pod_reused", marks=REUSED_AT_ONCE)],
-)
+@pytest.mark.parametrize("name", list(PLANS))
 def test_without_ids_the_findings_are_the_same(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
     rs, _doc = score_run(folder, truth, "flat", tmp_path, ids=False)
