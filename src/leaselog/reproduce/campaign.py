@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from leaselog.reproduce import shapes
-from leaselog.reproduce.identity import execution_count, translate, true_names
+from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
 from leaselog.reproduce.plan import Plan, plan_from_dict
 from leaselog.reproduce.score import RunScore, score, tolerance
@@ -112,10 +112,13 @@ def differences(
     got: dict[Key, list[float]],
     tol: float,
     counts: tuple[int, int] | None = None,
+    attempts: int | None = None,
 ) -> list[str]:
+    """How `got` differs from `ref`; `counts` their numbers of executions, `attempts` the truth's."""
     diffs = []
     if counts is not None and counts[0] != counts[1]:
-        diffs.append(f"{counts[0]} executions in flat, {counts[1]} here")
+        truly = "" if attempts is None else f" (the truth: {attempts} attempts)"
+        diffs.append(f"{counts[0]} executions in flat, {counts[1]} here{truly}")
     for key in sorted(set(ref) | set(got)):
         a, b = ref.get(key, []), got.get(key, [])
         kind, ids, severity, certainty, pods = key
@@ -149,7 +152,7 @@ def differential(
                 label = name if with_ids else f"{name}{NO_IDS}"
                 paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"))
                 _d, got, n = judged(paths, truth)
-                diffs = differences(ref, signature(got, job), tol, (ref_n, n))
+                diffs = differences(ref, signature(got, job), tol, (ref_n, n), len(true_runs(truth)))
                 if diffs:
                     out[label] = diffs
     return out
