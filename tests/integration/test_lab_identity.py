@@ -74,6 +74,28 @@ def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: P
         assert threads == {"scheduling-1", "scheduling-2"}, name
 
 
+@pytest.mark.xfail(
+    strict=False,
+    reason="a Loki export lists the lines of one millisecond newest first too: job_started before its "
+    "lock_acquired, and without ids the run is cut in two at the acquisition",
+)
+def test_a_newest_first_export_without_ids_keeps_each_run_whole(tmp_path: Path) -> None:
+    rows = shapes.without_ids(
+        {
+            "pod-a": [
+                _row("00.100", "consumer-1", "1", "job_triggered", trigger="stream"),
+                _row("00.102", "consumer-1", "1", "lock_acquired", leaseMs=1000),
+                _row("00.102", "consumer-1", "1", "job_started"),
+                _row("00.500", "consumer-1", "1", "job_finished"),
+                _row("00.500", "consumer-1", "1", "lock_released", released=True),
+            ]
+        }
+    )
+    for name in ("flat", "loki"):
+        a = leaselog.analyze(write_shape(rows, name, tmp_path / name), keep_fields=False)
+        assert a.executions.height == 1, name
+
+
 def test_executions_are_matched_to_true_attempts_by_pod_and_time() -> None:
     def m(event: str, wall: int, run: str) -> dict[str, Any]:
         return {"event": event, "monoMs": float(wall), "wallMs": wall, "run": run}
@@ -165,12 +187,30 @@ PLANS = {
     "same_pod_reused": _plan(
         904, "same_pod", "reused", [_pod("A", "first", ("stream", "claim"), (22, 4), ())]
     ),
+    # the scheduled job again, each pod logging the same id every time (pod-b: turned away three times,
+    # then acquires, under one id)
+    "scheduled_reused": _plan(
+        905,
+        "scheduled",
+        "reused",
+        [
+            _pod("A", "scheduler", ("tick",), (6, 6, 22, 6), (0, 1500, 3000)),
+            _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (250, 1750, 3250, 4600)),
+        ],
+    ),
 }
+# With ids, the same id on one pod after an attempt the lock turned away (a new trigger, then an
+# acquisition) is still the turned-away attempt: the attempts merge, the overlap and the second attempt
+# are missed, and findings name an attempt that never ran. Without ids, thread and lifecycle cut them right.
+REUSED_AFTER_DENIAL = pytest.mark.xfail(
+    reason="with ids, an id reused on one pod after a denied attempt is merged with it", strict=False
+)
 EXPECTED = {
     "scheduled": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "threads": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "same_pod": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "same_pod_reused": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
+    "scheduled_reused": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
 }
 
 
@@ -198,7 +238,13 @@ def _bad(rs: Any) -> list[str]:
 @pytest.mark.redis
 @pytest.mark.parametrize(
     "name",
-    ["scheduled", "threads", "same_pod", "same_pod_reused"],
+    [
+        "scheduled",
+        "threads",
+        "same_pod",
+        "same_pod_reused",
+        pytest.param("scheduled_reused", marks=REUSED_AFTER_DENIAL),
+    ],
 )
 def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
@@ -210,11 +256,28 @@ def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: P
 
 @pytest.mark.redis
 @pytest.mark.parametrize("name", list(PLANS))
-def test_without_ids_the_findings_are_the_same(runs: Any, name: str, tmp_path: Path) -> None:
+def test_without_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
     folder, truth = runs[name]
     rs, _doc = score_run(folder, truth, "flat", tmp_path, ids=False)
+    found = {i.kind for i in rs.items if i.status == "found"}
     assert _bad(rs) == []
-    # and exactly the findings (kinds, true executions, pods, severity, certainty, figures) and the
+    assert EXPECTED[name] <= found, f"the run did not go as planned: {sorted(found)}"
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(
+    "name",
+    [
+        "scheduled",
+        "threads",
+        "same_pod",
+        "same_pod_reused",
+        pytest.param("scheduled_reused", marks=REUSED_AFTER_DENIAL),
+    ],
+)
+def test_without_ids_the_findings_are_those_with_ids(runs: Any, name: str) -> None:
+    folder, truth = runs[name]
+    # exactly the findings (kinds, true executions, pods, severity, certainty, figures) and the
     # number of executions of the logs with ids, in a layout of each kind of thread field
     assert differential(folder, truth, ["flat", "ecs-3.5", "spring-console"], ids=(False,)) == {}
 
@@ -226,7 +289,7 @@ def test_the_runs_are_what_the_layouts_say(runs: Any) -> None:
         runs_of_a = {m["run"] for m in truth["moments"]["pod-a"]}
         threads_of_a = {m["thread"] for m in truth["moments"]["pod-a"] if m["event"] == "lock_acquired"}
         assert len(runs_of_a) >= 2, name
-        assert len(threads_of_a) == (1 if name == "scheduled" else 2), name
+        assert len(threads_of_a) == (1 if name.startswith("scheduled") else 2), name
     sched = runs["scheduled"][1]["moments"]
     assert {m["event"] for m in sched["pod-b"]} >= {"lock_denied", "lock_acquired"}
     redelivered = [m for m in runs["same_pod"][1]["moments"]["pod-a"] if m["event"] == "job_triggered"]

@@ -276,14 +276,23 @@ class Campaign:
         return out
 
     def totals(self, ids: bool = True) -> dict[str, int]:
-        """The table summed over kinds: runs, expected, found, missed, false, figure errors."""
-        t = self.table(ids)
+        """Against the truth, summed over kinds: runs, runs that failed it, expected, found, missed, false,
+        figure errors; then the differential check: runs where a rendering differed from the flat logs
+        with ids, and how many renderings did (with ids: the other shapes; without ids: every shape)."""
+        t = [r for r in self.table(ids) if not r["kind"].startswith("differential")]
         sums = {
             c: sum(int(r[c]) for r in t) for c in ("expected", "found", "missed", "false", "figure_errors")
         }
         scores = [r.score if ids else r.score_no_ids for r in self.results]
         failed = sum(1 for x in scores if x is not None and x.failed)
-        return {"runs": len(self.results), "failedRuns": failed, **sums}
+        diffs = [[s for s in r.shape_diffs if s.endswith(NO_IDS) != ids] for r in self.results]
+        return {
+            "runs": len(self.results),
+            "failedRuns": failed,
+            **sums,
+            "differentRuns": sum(1 for d in diffs if d),
+            "differentRenderings": sum(len(d) for d in diffs),
+        }
 
     @property
     def ok(self) -> bool:
