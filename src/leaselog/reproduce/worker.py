@@ -19,12 +19,10 @@ quick renewal retries after an error (`--renew-retry-ms`), the completion's dest
 stop request ignored (`--ignore-stop`), one slow work unit, a skewed wall clock (`--clock-offset-ms`), and a
 Redis user of its own for the lease commands (so a network cut can be simulated with ACL).
 
-One process can run several executions: `--threads` gives the pod several worker threads (each with its
-trigger, e.g. `tick,tick` for a scheduler pool of two, `stream,claim` for a consumer that gets its own
-message redelivered), and `--runs` lets them take that many triggers in turn (a scheduler firing every few
-seconds). `--id-style` says what each execution logs as its id: `unique` (attempt-a, attempt-a2, ...),
-`counter` (1, 2, ... counted by this process, as many workers do) or `reused` (the same id every time, as
-a redelivered task keeps its id). Each line carries the name of the thread that logged it.
+One process can run several executions: `--threads tick,tick` (a scheduler pool of two; `stream,claim`: a
+consumer that gets its own message redelivered), `--runs` triggers taken in turn, and `--id-style` unique
+(attempt-a, attempt-a2), counter (1, 2, ... per process) or reused (the same id every time). Each line
+names the thread that logged it.
 """
 
 from __future__ import annotations
