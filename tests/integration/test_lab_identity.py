@@ -2,15 +2,17 @@
 the same findings with execution ids and without them.
 
 Each deterministic run below is one layout the randomized campaign also draws (reproduce/layouts.py): a
-pod whose scheduler fires the same job every 1.5 s (per-pod id counters), a pod with a scheduler pool of
-two threads (the second acquires after the first one's lease expired while it still runs), and a message
+pod whose scheduler fires the same job every 1.5 s (per-pod id counters, the same id every time, a pod
+killed and restarted that counts from 1 again), a pod with a scheduler pool of two threads (the second acquires after the first one's lease expired while it still runs), and a message
 redelivered to another consumer thread of the same pod (a unique id, and the same id reused).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +159,8 @@ def test_executions_are_matched_to_true_attempts_by_pod_and_time() -> None:
 # -- real runs ------------------------------------------------------------------------------------------
 
 
-def _plan(index: int, layout: str, id_style: str, pods: list[PodPlan]) -> Plan:
+def _plan(index: int, layout: str, id_style: str, pods: list[PodPlan], **kw: Any) -> Plan:
+    fault = {"fault": "none", "fault_at_ms": 0, "fault_ms": 0, **kw}
     return Plan(
         seed=0,
         index=index,
@@ -169,10 +172,8 @@ def _plan(index: int, layout: str, id_style: str, pods: list[PodPlan]) -> Plan:
         renew_retry_ms=0,
         completion="none",
         ignore_stop=False,
-        fault="none",
-        fault_at_ms=0,
-        fault_ms=0,
         shape="flat",
+        **fault,
         pods=tuple(pods),
         layout=layout,
         id_style=id_style,
@@ -220,6 +221,19 @@ PLANS = {
             _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (250, 1750, 3250, 4600)),
         ],
     ),
+    # pod-a is killed 0.5 s into its third run and restarted: its counter starts at 1 again, and its next
+    # run (logged as `1`) takes the job over once the killed run's lease expired
+    "scheduled_restart": _plan(
+        906,
+        "scheduled",
+        "counter",
+        [
+            _pod("A", "scheduler", ("tick",), (6, 6, 22, 6, 6), (0, 1500, 3000, 4500, 6000)),
+            _pod("B", "scheduler", ("tick",), (3, 3, 3, 3, 3), (250, 1750, 3250, 4750, 6250)),
+        ],
+        fault="crash",
+        fault_at_ms=3500,
+    ),
 }
 # With ids, the same id on one pod after an attempt the lock turned away (a new trigger, then an
 # acquisition) is still the turned-away attempt: the attempts merge, the overlap and the second attempt
@@ -233,6 +247,7 @@ EXPECTED = {
     "same_pod": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "same_pod_reused": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "scheduled_reused": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
+    "scheduled_restart": {"crash_takeover", "second_attempt"},
 }
 
 
@@ -241,10 +256,15 @@ def runs() -> Any:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (Debian package `redis-server`)")
     root = Path(tempfile.mkdtemp(prefix="leaselog-identity-"))
-    out: dict[str, tuple[Path, dict[str, Any]]] = {}
-    with throwaway_redis() as target:
-        for name, plan in PLANS.items():
-            out[name] = (root / name, play(plan, target, root / name))
+    names = list(PLANS)
+
+    def half(part: list[str]) -> dict[str, tuple[Path, dict[str, Any]]]:
+        # the runs mostly wait on their own timelines: two at a time, each half on a server of its own
+        with throwaway_redis() as target:
+            return {name: (root / name, play(PLANS[name], target, root / name)) for name in part}
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out = {k: v for got in pool.map(half, [names[0::2], names[1::2]]) for k, v in got.items()}
     yield out
     shutil.rmtree(root, ignore_errors=True)
 
@@ -266,6 +286,7 @@ def _bad(rs: Any) -> list[str]:
         "same_pod",
         "same_pod_reused",
         pytest.param("scheduled_reused", marks=REUSED_AFTER_DENIAL),
+        "scheduled_restart",
     ],
 )
 def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
@@ -295,6 +316,7 @@ def test_without_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path
         "same_pod",
         "same_pod_reused",
         pytest.param("scheduled_reused", marks=REUSED_AFTER_DENIAL),
+        "scheduled_restart",
     ],
 )
 def test_without_ids_the_findings_are_those_with_ids(runs: Any, name: str) -> None:
@@ -314,6 +336,11 @@ def test_the_runs_are_what_the_layouts_say(runs: Any) -> None:
         assert len(threads_of_a) == (1 if name.startswith("scheduled") else 2), name
     sched = runs["scheduled"][1]["moments"]
     assert {m["event"] for m in sched["pod-b"]} >= {"lock_denied", "lock_acquired"}
+    restarted = runs["scheduled_restart"][1]
+    assert restarted["faults"][0].get("restarted")
+    logged = [json.loads(x) for x in (runs["scheduled_restart"][0] / "pod-a.jsonl").read_text().splitlines()]
+    counted = [r["executionId"] for r in logged if r.get("event") == "job_triggered"]
+    assert counted[:3] == ["1", "2", "3"] and counted[3] == "1"  # the restarted pod counts from 1 again
     redelivered = [m for m in runs["same_pod"][1]["moments"]["pod-a"] if m["event"] == "job_triggered"]
     assert [m["deliveryCount"] for m in redelivered] == [1, 2]
     assert len({m["messageId"] for m in redelivered}) == 1

@@ -145,10 +145,11 @@ class _Run:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.faults: list[dict[str, Any]] = []
         self.fired: list[dict[str, Any]] = []
+        self.lost: dict[str, int] = {}  # attempts of a killed pod that will never be done
         self.acl_user = f"leaselog-lab-{self.run_id}-a"
         self.acl_password = uuid.uuid4().hex
 
-    def spawn(self, p: PodPlan) -> None:
+    def spawn(self, p: PodPlan, runs_before: int = 0) -> None:
         plan = self.plan
         here = Path(__file__).resolve().parent
         launch = LAUNCH.format(pkg=str(here.parent), sub=str(here))
@@ -225,6 +226,8 @@ class _Run:
             args += ["--threads", ",".join(p.threads), "--runs", "99"]
         if p.units_list:
             args += ["--units-list", ",".join(str(u) for u in p.units_list)]
+        if runs_before:
+            args += ["--runs-before", str(runs_before)]
         if p.path == "duplicate_publish":
             args += ["--start-after", "triggered:A"]
         err = (self.scratch / f"{p.pod}.stderr").open("wb")
@@ -289,7 +292,7 @@ class _Run:
                 time.sleep(0.02)
 
     def settle(self) -> None:
-        """Wait until every live pod has finished each attempt it began (and taken each tick it got)."""
+        """Wait until every live pod has taken each tick it got and finished each attempt it began."""
         end = time.monotonic() + WAIT_S
         while time.monotonic() < end:
             busy = [
@@ -297,8 +300,9 @@ class _Run:
                 for p in self.plan.pods
                 if self.procs[p.role].poll() is None
                 and (
-                    self.count(f"done:{p.role}") < self.count(f"triggered:{p.role}")
-                    or self.count(f"triggered:{p.role}") < len(p.ticks_ms)
+                    self.count(f"done:{p.role}") + self.lost.get(p.role, 0)
+                    < self.count(f"triggered:{p.role}")
+                    or self.client.llen(f"{self.k['tick']}:{p.pod}")
                 )
             ]
             if not busy:
@@ -320,6 +324,14 @@ class _Run:
             os.kill(a.pid, signal.SIGKILL)
             f["startMono"] = f["endMono"] = mono_ms()
             a.wait(timeout=10)
+            if plan.layout == "scheduled":
+                # the pod is restarted (its scheduler fires on; its id counter starts again at 1); the
+                # attempt it was killed in will never be done
+                truth = self.scratch / f"{plan.pods[0].pod}.truth.jsonl"
+                began = {json.loads(x)["run"] for x in truth.read_text(encoding="utf-8").splitlines() if x}
+                self.lost["A"] = self.count("triggered:A") - self.count("done:A")
+                f["restarted"] = True
+                self.spawn(plan.pods[0], runs_before=len(began))
         elif plan.fault == "stall":
             f["startMono"] = mono_ms()
             self.client.client_pause(plan.fault_ms, all=True)

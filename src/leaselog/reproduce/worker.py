@@ -97,12 +97,11 @@ class Pod:
             return self.taken - 1
 
     def ids(self, seq: int) -> tuple[str, str]:
-        """(the execution id it logs, its true name) for this pod's execution number `seq` (from 0)."""
-        true = self.a.execution_id if seq == 0 else f"{self.a.execution_id}{seq + 1}"
-        style = self.a.id_style
-        return (
-            str(seq + 1) if style == "counter" else self.a.execution_id if style == "reused" else true
-        ), true
+        """(logged id, true name) of this process's execution `seq` (from 0); a restarted pod's counter
+        starts at 1 again, its true names go on from `--runs-before`."""
+        n, eid, style = seq + self.a.runs_before, self.a.execution_id, self.a.id_style
+        true = eid if n == 0 else f"{eid}{n + 1}"
+        return (str(seq + 1) if style == "counter" else eid if style == "reused" else true), true
 
     def serve(self, index: int) -> None:
         """One worker thread: take a trigger, run the attempt, again while runs are left."""
@@ -130,7 +129,7 @@ class Pod:
             threads = [threading.Thread(target=self.serve, args=(i,), name=n) for i, n in enumerate(names)]
             for t in threads:
                 t.start()
-            for t in threads:
+            for t in threads:  # (each ends when the harness closes the run)
                 t.join()
         self.log.close()
         if self.failure is not None:
@@ -551,6 +550,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=1, help="executions this process runs at most")
     p.add_argument("--units-list", default=None, help="units of work of each execution in turn, e.g. 3,3,25")
     p.add_argument("--id-style", choices=["unique", "counter", "reused"], default="unique")
+    p.add_argument("--runs-before", type=int, default=0, help="executions of this pod before a restart")
     p.add_argument("--attempt", type=int, default=1, help="this attempt's number (the retry path counts)")
     p.add_argument("--claim-idle-ms", type=int, default=5000)
     p.add_argument("--start-after", default=None, help="wait for this marker before taking a trigger")
