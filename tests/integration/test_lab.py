@@ -462,10 +462,9 @@ def test_the_campaign_misses_nothing_and_reads_every_shape_alike(ci_campaign: An
 @pytest.mark.redis
 @pytest.mark.xfail(
     strict=False,
-    reason="two engine defects (test_lab_identity.py reproduces each): without ids, a Loki export (newest "
-    "first) lists a lock_acquired and the job_started of the same millisecond in reverse and the run is cut "
-    "in two; with ids, an id reused on one pod by an attempt the lock turned away is merged with another "
-    "attempt (the reference the id-less renderings are held against is then wrong: seed 12 run 0)",
+    reason="with ids, an id reused on one pod by an attempt the lock turned away is merged with another "
+    "attempt (test_lab_identity.py reproduces it); the reference the id-less renderings are held against is "
+    "then wrong (seed 12, run 0)",
 )
 def test_the_campaign_reads_the_same_without_execution_ids(ci_campaign: Any) -> None:
     """The same logs with every execution id removed: nothing the truth expects is missed, and every shape
