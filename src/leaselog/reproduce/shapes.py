@@ -483,7 +483,10 @@ def loki(pods: Pods, job: str | None) -> dict[str, list[str]]:
     """`logcli query --output=jsonl '{app="report-worker"}'`: every pod in one file, newest first
     (logcli's default direction is backward); the line is the app's JSON, the pod a label."""
     rows = [(r, pod) for pod, rs in pods.items() for r in rs]
-    rows.sort(key=lambda rp: (row_time(rp[0]), rp[1]), reverse=True)
+    # the fleet's lines in the order they were written, then read backward: lines of one millisecond come
+    # newest first too (a stable sort with reverse=True would keep them oldest first)
+    rows.sort(key=lambda rp: (row_time(rp[0]), rp[1]))
+    rows.reverse()
     out = []
     for row, pod in rows:
         labels = {"app": APP, "container": APP, "namespace": "reports", "pod": pod}
