@@ -180,7 +180,8 @@ def test_one_acquisition_logged_by_app_and_library_is_one_event(tmp_path: Path) 
                 + "Locked 'report', lock will be held at most until 2026-11-29T10:05:00.004Z",
                 head.format(s="0.006", lvl=" INFO", lg=app)
                 + "lock taken event=lock_acquired jobId=report leaseMs=300000",
-                head.format(s="5.000", lvl=" INFO", lg=app) + "done event=lock_released jobId=report released=true",
+                head.format(s="5.000", lvl=" INFO", lg=app)
+                + "done event=lock_released jobId=report released=true",
                 head.format(s="5.002", lvl="DEBUG", lg=ex) + "Task finished, lock 'report' released",
             ]
         )
