@@ -194,3 +194,11 @@ def test_one_acquisition_logged_by_app_and_library_is_one_event(tmp_path: Path) 
     assert ev["event"].to_list() == ["lock_acquired", "lock_released"]
     assert ev["raw_event"].to_list() == ["lock_acquired", "lock_released"]  # the app's lines are kept
     assert a.executions.height == 1
+
+
+def test_redis_lock_registry_without_lease_ttl_says_what_cannot_be_measured() -> None:
+    a = leaselog.analyze(str(SAMPLES / "spring-redis-lock-registry"))
+    (overlap,) = _by_kind(a)["overlapping_executions"]
+    assert overlap.duration_ms == 15_378  # the overlap needs no lease length
+    assert "lease_outlived" not in _by_kind(a)
+    assert "pass --lease-ttl" in overlap.message

@@ -193,7 +193,11 @@ class LiveState:
         )
         chosen = REGISTRY if fleet else tuple(c for c in REGISTRY if c.code not in FLEET_CODES)
         findings = enforce_invariants(
-            records(library_advice(identity_caveats(run_checks(ctx, chosen), executions), events))
+            records(
+                library_advice(
+                    identity_caveats(run_checks(ctx, chosen), executions), events, self.settings.lease_ttl_ms
+                )
+            )
         )
         wall = events.filter(pl.col("clock") == "wall")["t"]
         if wall.len():
