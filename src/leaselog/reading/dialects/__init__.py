@@ -41,6 +41,9 @@ class Rule:
     job_from_thread: bool = False
     # `job_id` is a list of names (`a, b`): one event per name
     job_list: bool = False
+    # events the same line also says, logged right before the rule's own (ShedLock's `Locked` and `Not
+    # executing` are each a scheduler tick: `job_triggered` with the rule's `trigger`)
+    also: tuple[str, ...] = ()
 
     def compiled(self) -> re.Pattern[str]:
         return _compile(self.pattern)
