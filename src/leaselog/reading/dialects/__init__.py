@@ -16,8 +16,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,9 @@ class Rule:
     fields: Mapping[str, str] = field(default_factory=dict)
     # which library versions print it this way (wordings change between versions that are still in use)
     versions: str = ""
+    # canonical field -> record keys to read it from when the message has no group for it: structured
+    # loggers put the lock's name beside the message (klog's `lock="ns/name"`, JSON's `"lock": ...`)
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def compiled(self) -> re.Pattern[str]:
         return _compile(self.pattern)
@@ -57,16 +63,33 @@ class Dialect:
     # loggers whose lines this dialect reads (to say "turn X to DEBUG" when only other lines are seen)
     loggers: tuple[str, ...] = ()
     advice: str = ""  # what to log or configure when the library leaves something out
+    # what the library never logs, so no check may read its absence as a fact (e.g. "renewals": a lease
+    # renewed in silence is not a lease that expired at acquisition + TTL)
+    unlogged: tuple[str, ...] = ()
+    # facts that span lines (a task's id on the lock lines its worker process logged, a renewal confirmed
+    # by the next one): run once on the reader's raw frame (RAW_COLUMNS as strings, in file and line
+    # order) with a `dialect` column naming the dialect that read each row; returns the same columns
+    join: Callable[[pl.DataFrame], pl.DataFrame] | None = None
 
-    def match(self, message: str) -> tuple[str, dict[str, str]] | None:
-        """The first rule matching `message`: (canonical event, fields from named groups and constants)."""
+    def match(
+        self, message: str, record: Mapping[str, Any] | None = None
+    ) -> tuple[str, dict[str, str]] | None:
+        """The first rule matching `message`: (canonical event, fields from named groups and constants,
+        then from the record's keys named by the rule for fields the message did not give)."""
         if not any(n in message for n in self.needles):
             return None
         for rule in self.rules:
             m = rule.compiled().search(message)
             if m:
                 got = {k: v for k, v in m.groupdict().items() if v is not None}
-                return rule.event, {**rule.fields, **got}
+                out = {**rule.fields, **got}
+                if record is not None:
+                    for name, keys in rule.keys.items():
+                        if name not in out:
+                            value = next((record[k] for k in keys if record.get(k) not in (None, "")), None)
+                            if value is not None:
+                                out[name] = str(value)
+                return rule.event, out
         return None
 
 

@@ -1,0 +1,182 @@
+"""python-redis-lock (`redis_lock`, PyPI `python-redis-lock`): a Redis lock with an optional renewal thread.
+
+Sources, read from the released wheels:
+- 4.0.0 `redis_lock/__init__.py`: loggers `redis_lock.acquire`, `redis_lock.refresh.thread`,
+  `redis_lock.refresh.start`, `redis_lock.refresh.shutdown`, `redis_lock.refresh.exit`,
+  `redis_lock.release`; `Lock.acquire` logs `"Acquiring Lock(%r) ..."` (DEBUG), `"Failed to acquire
+  Lock(%r)."` (WARNING, non-blocking only), `"Acquired Lock(%r)."` (INFO); `_start_lock_renewer`
+  `"Starting renewal thread for Lock(%r). Refresh interval: %s seconds."`; `_lock_renewer`
+  `"Refreshing Lock(%r)."` before each `extend()`; `_stop_lock_renewer` `"Signaling renewal thread for
+  Lock(%r) to exit."` (only while the thread is alive); `release` `"Releasing Lock(%r)."` (DEBUG), then
+  `NotAcquired("Lock(lock:NAME) is not acquired or it already expired.")` when the key is gone or
+  another owner's.
+- 3.7.0 `redis_lock/__init__.py` (the 3.x wording): `"Getting %r ..."`, `"Failed to get %r."`,
+  `"Got lock for %r."`, `"Refreshing lock"` (no name), `"Starting thread to refresh lock every %s
+  seconds"`, `"Signalling the lock refresher to stop"`, `"Releasing %r."`; `NotAcquired("Lock lock:NAME
+  is not acquired or it already expired.")` from both `extend` and `release`.
+
+`%r` of the lock's key is `'lock:NAME'` (Python's repr: single quotes, double quotes when the name holds
+a single quote): the job is NAME.
+
+What the lines cannot say on their own, and the join below adds:
+- "Refreshing" is logged *before* the `extend()` it announces, and a failed extend raises in the
+  renewal thread, which dies without a log line. A refresh is confirmed by the renewal thread's next
+  line (another refresh, or "Signaling renewal thread ... to exit", logged only while the thread is
+  alive); a refresh followed by the release with no such line is a renewal that failed (the thread died);
+  the last refresh before the log ends stays unconfirmed.
+- 3.x's renewal lines name no lock: they take the lock last acquired on the same thread (Celery's worker
+  process), else in the same file.
+The lease length (`expire`) is never logged (with `auto_renewal`, 2/3 of it is, as the refresh
+interval): pass `--lease-ttl`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.reading.dialects import Dialect, Rule, Sample
+
+NAME = "python-redis-lock"
+
+# `%r` of the key `lock:NAME`
+_KEY = r"""['"]lock:(?P<job_id>.*?)['"]"""
+
+RULES = (
+    Rule("lock_acquired", r"\AAcquired Lock\(" + _KEY + r"\)\.", versions="4.x"),
+    Rule("lock_denied", r"\AFailed to acquire Lock\(" + _KEY + r"\)\.", versions="4.x"),
+    Rule("job_started", r"\AStarting renewal thread for Lock\(" + _KEY + r"\)\.", versions="4.x"),
+    Rule("lease_renewal", r"\ARefreshing Lock\(" + _KEY + r"\)\.", versions="4.x"),
+    Rule("job_progress", r"\ASignaling renewal thread for Lock\(" + _KEY + r"\) to exit\.", versions="4.x"),
+    Rule("lock_released", r"\AReleasing Lock\(" + _KEY + r"\)\.", versions="4.x"),
+    Rule("lock_acquired", r"\AGot lock for " + _KEY + r"\.\Z", versions="3.x"),
+    Rule("lock_denied", r"\AFailed to get " + _KEY + r"\.\Z", versions="3.x"),
+    Rule("job_started", r"\AStarting thread to refresh lock every \S+ seconds", versions="3.x"),
+    Rule("lease_renewal", r"\ARefreshing lock\Z", versions="3.x"),
+    Rule("job_progress", r"\ASignalling the lock refresher to stop\Z", versions="3.x"),
+    Rule("lock_released", r"\AReleasing " + _KEY + r"\.\Z", versions="3.x"),
+)
+
+SAMPLES = (
+    # Celery's worker format (the library's loggers propagate to Celery's root handler)
+    Sample(
+        "[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Acquired Lock('lock:report-42').",
+        "lock_acquired",
+        {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:00,118: DEBUG/ForkPoolWorker-1] Acquiring Lock('lock:report-42') ...",
+        None,
+    ),
+    Sample(
+        "[2026-12-01 10:00:00,121: DEBUG/ForkPoolWorker-1] Starting renewal thread for "
+        "Lock('lock:report-42'). Refresh interval: 6.666666666666667 seconds.",
+        "job_started",
+        {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:06,790: DEBUG/ForkPoolWorker-1] Refreshing Lock('lock:report-42').",
+        "lease_renewal",
+        {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:09,001: DEBUG/ForkPoolWorker-1] Signaling renewal thread for "
+        "Lock('lock:report-42') to exit.",
+        "job_progress",
+        {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:09,002: DEBUG/ForkPoolWorker-1] Releasing Lock('lock:report-42').",
+        "lock_released",
+        {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:01,000: WARNING/ForkPoolWorker-2] Failed to acquire Lock('lock:report-42').",
+        "lock_denied",
+        {"job_id": "report-42"},
+    ),
+    # the 3.x wording, in the same layout
+    Sample(
+        "[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Got lock for 'lock:report-42'.",
+        "lock_acquired",
+        {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:00,120: WARNING/ForkPoolWorker-2] Failed to get 'lock:report-42'.",
+        "lock_denied",
+        {"job_id": "report-42"},
+    ),
+    Sample("[2026-12-01 10:00:06,790: DEBUG/ForkPoolWorker-1] Refreshing lock", "lease_renewal"),
+    Sample(
+        "[2026-12-01 10:00:09,002: DEBUG/ForkPoolWorker-1] Releasing 'lock:report-42'.",
+        "lock_released",
+        {"job_id": "report-42"},
+    ),
+)
+
+
+def join(raw: pl.DataFrame) -> pl.DataFrame:
+    """Renewal outcomes from the renewal thread's next line, and 3.x's nameless lines' lock (module doc)."""
+    if raw.is_empty() or "dialect" not in raw.columns:
+        return raw
+    mine = pl.col("dialect") == NAME
+    df = raw.with_row_index("_row")
+    ours = df.filter(mine).sort("file_index", "line")
+    if ours.is_empty():
+        return raw
+    thread = pl.col("thread").fill_null("")
+    ours = ours.with_columns(
+        pl.coalesce(
+            pl.col("job_id"),
+            pl.col("job_id").forward_fill().over("file_index", thread),
+            pl.col("job_id").forward_fill().over("file_index"),
+        ).alias("job_id")
+    )
+    # the renewal thread's own lines, per lock and file: refresh, "signaling ... to exit", release
+    life = ours.filter(pl.col("event").is_in(["lease_renewal", "job_progress", "lock_released"]))
+    after = pl.col("event").shift(-1).over("file_index", "job_id")
+    life = life.with_columns(
+        pl.when(pl.col("event") != "lease_renewal")
+        .then(pl.col("renewal_outcome"))
+        .when(after.is_in(["lease_renewal", "job_progress"]))
+        .then(pl.lit("success"))
+        .when(after == "lock_released")
+        .then(pl.lit("error"))
+        .otherwise(pl.col("renewal_outcome"))
+        .alias("renewal_outcome")
+    )
+    ours = ours.update(life.select("_row", "renewal_outcome"), on="_row", include_nulls=True)
+    return (
+        df.update(ours.select("_row", "job_id", "renewal_outcome"), on="_row", include_nulls=True)
+        .sort("_row")
+        .drop("_row")
+    )
+
+
+DIALECT = Dialect(
+    name=NAME,
+    library="python-redis-lock (redis_lock, loggers redis_lock.*)",
+    sources=(
+        "python-redis-lock 4.0.0 redis_lock/__init__.py (Lock.acquire, _lock_renewer, "
+        "_start_lock_renewer, _stop_lock_renewer, release)",
+        "python-redis-lock 3.7.0 redis_lock/__init__.py (the 3.x wording)",
+    ),
+    needles=(
+        "Lock('lock:",
+        'Lock("lock:',
+        "'lock:",
+        '"lock:',
+        "Refreshing lock",
+        "Signalling the lock refresher",
+        "Starting thread to refresh lock",
+    ),
+    rules=RULES,
+    samples=SAMPLES,
+    loggers=("redis_lock.acquire", "redis_lock.refresh", "redis_lock.release"),
+    advice=(
+        "python-redis-lock logs its acquisitions at INFO and its refreshes and releases only at DEBUG: set "
+        "the `redis_lock` logger to DEBUG to see renewals and releases. It never logs the lease length "
+        "(`expire`): pass --lease-ttl with the `expire` the code uses."
+    ),
+    unlogged=("lease length",),
+    join=join,
+)
