@@ -17,6 +17,7 @@ import polars.selectors as cs
 
 from leaselog.config import Settings, compile_rule
 from leaselog.execution_keys import execution_gate, execution_keys
+from leaselog.reading.dialects import DIALECTS
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
 from leaselog.timebase import pseudo_times
@@ -140,10 +141,19 @@ class FieldMapper:
             for i, k in enumerate(keys):
                 self._key_index.setdefault(k, []).append((canon, i))
         self._alias_count = len(self._key_index)
+        # TEMPORARY dialect wiring (the lab's; superseded by the reader's dialect stage): lines holding
+        # a dialect's needle are parsed too
         self._needles = (
             None
             if self.rules
-            else tuple(dict.fromkeys(n.split(".", 1)[0].encode() for n in self.aliases["job_id"]))
+            else tuple(
+                dict.fromkeys(
+                    [
+                        *(n.split(".", 1)[0].encode() for n in self.aliases["job_id"]),
+                        *(n.encode() for d in DIALECTS for n in d.needles),
+                    ]
+                )
+            )
         )
         self._event_cache: dict[str, tuple[str, dict[str, str]] | None] = {}
 
@@ -195,6 +205,19 @@ class FieldMapper:
         (an unmapped event name, so a user can map it), or None for a line unrelated to leases.
         """
         row = self._fields(rec)
+        if "job_id" not in row and "event" not in row:
+            # TEMPORARY dialect wiring: a lock library's own message (the dialect's name is kept in
+            # raw_event, for the post-read joins)
+            message = row.get("message")
+            for d in DIALECTS if message else ():
+                hit = d.match(message or "", rec)
+                if hit is not None:
+                    for k, v in hit[1].items():
+                        row[self._group_field.get(k, k)] = v
+                    if row.get("job_id") is None:
+                        return None
+                    row["raw_event"] = d.name
+                    return hit[0], row
         if "job_id" not in row and not self.rules:
             return None  # no job: unrelated to leases, whatever else it says
         event_name = row.get("event")

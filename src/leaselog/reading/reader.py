@@ -57,6 +57,7 @@ from leaselog.reading.columnar import (
     cut_blocks,
     owned_lines,
 )
+from leaselog.reading.dialects import DIALECTS
 from leaselog.reading.formats import (
     BOM,
     FORMATS,
@@ -171,6 +172,17 @@ class Reader:
         raw = pl.concat([lists, *self.frames], how="vertical") if self.frames else lists
         self.frames = []
         raw = post_process(raw, self._streams)
+        # TEMPORARY dialect wiring (the lab's; superseded by the reader's dialect stage): joins across lines
+        if raw.height and raw["raw_event"].is_in([d.name for d in DIALECTS]).any():
+            raw = raw.with_columns(
+                pl.when(pl.col("raw_event").is_in([d.name for d in DIALECTS]))
+                .then(pl.col("raw_event"))
+                .alias("dialect")
+            )
+            for d in DIALECTS:
+                if d.join is not None:
+                    raw = d.join(raw)
+            raw = raw.drop("dialect")
         return ReadResult(raw, inputs, self.malformed)
 
     def _bad(self, report: InputReport, line_no: int, reason: str, count: int = 1) -> None:

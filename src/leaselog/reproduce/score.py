@@ -13,7 +13,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
 - tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
   local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent); renewal_gap on an execution
   a pause, a network cut or a Redis stall hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
-  a stop never honoured or within 50 ms of the target; completion_rejected; stale_write_accepted for a
+  a stop never honoured or within 50 ms of the target; ownership_loss_unhandled on an execution whose
+  renewal truly failed and that never requested a stop (a lock library with no stop: python-redis-lock);
+  completion_rejected; stale_write_accepted for a
   completion accepted after its own lease ended; release_failed where the release did not delete;
   lease_settings; crash_takeover on an execution that did crash holding its lease, even when nothing took
   over (a true statement: the job was lost); second_attempt at info for an attempt the lock turned away
@@ -234,6 +236,10 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "it did crash holding the lease (not taken over: the job was lost)"
     if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
         return "a renewal that succeeded after the local deadline (late)"
+    if kind == "ownership_loss_unhandled":
+        for a in hit:
+            if a.stop_requested is None and any(r["renewalOutcome"] != "success" for r in a.renewals()):
+                return "a failed renewal the worker never acted on (no stop was requested)"
     if kind == "renewal_gap":
         for a in hit:
             why = _renewal_trouble(a, truth)

@@ -114,8 +114,13 @@ SAMPLES = (
 )
 
 
+# the refresh interval a renewal thread announces (2/3 of `expire`, whole seconds)
+_INTERVAL = r"(?:Refresh interval: |refresh lock every )([0-9.]+) seconds"
+
+
 def join(raw: pl.DataFrame) -> pl.DataFrame:
-    """Renewal outcomes from the renewal thread's next line, and 3.x's nameless lines' lock (module doc)."""
+    """Lease length from the refresh interval, renewal outcomes from the renewal thread's next line, and
+    3.x's nameless lines' lock (module doc)."""
     if raw.is_empty() or "dialect" not in raw.columns:
         return raw
     mine = pl.col("dialect") == NAME
@@ -129,27 +134,67 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
             pl.col("job_id"),
             pl.col("job_id").forward_fill().over("file_index", thread),
             pl.col("job_id").forward_fill().over("file_index"),
-        ).alias("job_id")
+        ).alias("job_id"),
+        # expire = 3/2 of the interval, in whole seconds
+        (pl.col("message").str.extract(_INTERVAL).cast(pl.Float64, strict=False).mul(1.5).round() * 1000)
+        .cast(pl.Int64)
+        .alias("_lease"),
+        pl.col("ts")
+        .str.slice(0, 23)
+        .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms")
+        .alias("_t"),
+    )
+    ours = ours.with_columns(
+        # the lease the acquisition right before an announced interval took
+        pl.when((pl.col("event") == "lock_acquired") & pl.col("lease_ms").is_null())
+        .then(
+            pl.when(pl.col("event").shift(-1).over("file_index", thread) == "job_started").then(
+                pl.col("_lease").shift(-1).over("file_index", thread).cast(pl.String)
+            )
+        )
+        .otherwise(pl.col("lease_ms"))
+        .alias("lease_ms"),
+        pl.col("_lease").forward_fill().over("file_index", "job_id").alias("_lease"),
     )
     # the renewal thread's own lines, per lock and file: refresh, "signaling ... to exit", release
     life = ours.filter(pl.col("event").is_in(["lease_renewal", "job_progress", "lock_released"]))
-    after = pl.col("event").shift(-1).over("file_index", "job_id")
+    by = ["file_index", "job_id"]
+    after = pl.col("event").shift(-1).over(by)
+    # the next refresh or release (a refresh racing a failed release: the "signaling" line can come
+    # between a refresh and its failed extend)
+    steps = life.filter(pl.col("event") != "job_progress").with_columns(
+        (pl.col("event").shift(-1).over(by) == "lock_released").alias("_then_release"),
+        pl.col("released").shift(-1).over(by).alias("_release_deleted"),
+        (pl.col("_t").shift(-1).over(by) - pl.col("_t")).dt.total_milliseconds().alias("_gap"),
+    )
+    life = life.join(steps.select("_row", "_then_release", "_release_deleted", "_gap"), on="_row", how="left")
+    # a release that found the key gone, less than a lease after this refresh: the refresh failed
+    failed_before_release = (
+        pl.col("_then_release").fill_null(False)
+        & (pl.col("_release_deleted") == "false")
+        & (pl.col("_gap") < pl.col("_lease"))
+    )
     life = life.with_columns(
         pl.when(pl.col("event") != "lease_renewal")
         .then(pl.col("renewal_outcome"))
-        .when(after.is_in(["lease_renewal", "job_progress"]))
-        .then(pl.lit("success"))
         .when(after == "lock_released")
         .then(pl.lit("error"))
+        .when(failed_before_release)
+        .then(pl.lit("error"))
+        .when(
+            pl.col("_then_release").fill_null(False)
+            & (pl.col("_release_deleted") == "false")
+            & pl.col("_gap").is_null().or_(pl.col("_lease").is_null())
+        )
+        .then(pl.col("renewal_outcome"))  # a failed release, and no lease to tell when: unknown
+        .when(after.is_in(["lease_renewal", "job_progress"]))
+        .then(pl.lit("success"))
         .otherwise(pl.col("renewal_outcome"))
         .alias("renewal_outcome")
     )
     ours = ours.update(life.select("_row", "renewal_outcome"), on="_row", include_nulls=True)
-    return (
-        df.update(ours.select("_row", "job_id", "renewal_outcome"), on="_row", include_nulls=True)
-        .sort("_row")
-        .drop("_row")
-    )
+    cols = ["_row", "job_id", "renewal_outcome", "lease_ms"]
+    return df.update(ours.select(cols), on="_row", include_nulls=True).sort("_row").drop("_row")
 
 
 DIALECT = Dialect(
