@@ -17,6 +17,7 @@ import polars.selectors as cs
 
 from leaselog.config import Settings, compile_rule
 from leaselog.execution_keys import execution_gate, execution_keys
+from leaselog.execution_runs import ID, POD
 from leaselog.reading.dialects import DIALECTS
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
@@ -48,6 +49,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "thread": pl.String(),
     "job_id": pl.String(),
     "execution_id": pl.String(),
+    # how its execution was identified: an index into leaselog.execution_runs.IDENTITIES
+    "identity": pl.Int8(),
     "event": pl.String(),
     "raw_event": pl.String(),
     "elapsed_ms": pl.Float64(),
@@ -78,7 +81,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 # Columns the reader fills with raw strings (everything but what build_events derives).
 RAW_COLUMNS: tuple[str, ...] = (
     "ts",
-    *(c for c in EVENT_SCHEMA if c not in ("t", "clock", "seq", "file", "line", "fields")),
+    *(c for c in EVENT_SCHEMA if c not in ("t", "clock", "seq", "identity", "file", "line", "fields")),
     "file",
     "line",
     "fields",
@@ -402,10 +405,18 @@ def build_events(
                 f"{f}: none of its {n_bad} lease events' timestamps could be read (e.g. `{example}`); "
                 f"leaselog reads {TIME_SHAPES}"
             )
+    # a line without an execution id is held as its job and pod's until the runs are cut out of them
+    # (leaselog.execution_runs, once every event of the job is at hand)
     if df["execution_id"].null_count():  # (formatting a million ids only to keep none of them costs)
         df = df.with_columns(
-            pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod")))
+            pl.when(pl.col("execution_id").is_null())
+            .then(pl.lit(POD, pl.Int8))
+            .otherwise(pl.lit(ID, pl.Int8))
+            .alias("identity"),
+            pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod"))),
         )
+    else:
+        df = df.with_columns(pl.lit(ID, pl.Int8).alias("identity"))
     shared, early = execution_gate(df, kept=pl.col("_why") == "")
     if shared:
         df, shared_notes = execution_keys(df)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.execution_runs import ID, ID_POD
 from leaselog.values import ENDS, STARTS, line_position
 
 MAX_NOTES = 5  # notes of one kind listed one by one; the rest are counted
@@ -78,7 +79,11 @@ def execution_keys(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
             pl.when(pl.col("_shared") & pl.col("pod").is_not_null())
             .then(pl.format("{}@{}", pl.col("execution_id"), pl.col("pod")))
             .otherwise(pl.col("execution_id"))
-            .alias("execution_id")
+            .alias("execution_id"),
+            pl.when(pl.col("_shared") & pl.col("pod").is_not_null() & (pl.col("identity") == ID))
+            .then(pl.lit(ID_POD, pl.Int8))
+            .otherwise(pl.col("identity"))
+            .alias("identity"),
         )
         .drop("_shared")
     )

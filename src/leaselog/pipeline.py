@@ -23,10 +23,12 @@ from typing import Any
 import polars as pl
 
 from leaselog.analysis import Analysis
+from leaselog.caveats import identity_caveats
 from leaselog.checks import REGISTRY, Check, CheckContext, run_checks
 from leaselog.checks.contract import Partial, as_findings
 from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
+from leaselog.execution_runs import identify_executions, identity_notes
 from leaselog.findings import empty_findings, finalize
 from leaselog.fleet import FleetContext, Totals
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
@@ -96,19 +98,22 @@ class Part:
     renewals: pl.DataFrame
     findings: pl.DataFrame  # the per-job checks' findings (FINDING_SCHEMA), not finalised
     partials: dict[str, Partial]  # fleet check code -> its part
+    events: pl.DataFrame  # the events with every execution named (leaselog.execution_runs)
+    remarks: pl.DataFrame  # runs without an id the reader must know about (execution_runs.identity_notes)
 
 
 def analyze_events(events: pl.DataFrame, settings: Settings, fleet: FleetContext | None = None) -> Part:
     """Executions, leases, renewals and the per-job checks' findings of these events (every event of each
     of their jobs), plus each fleet check's partial. `fleet`: the whole input's facts (None: these events
     are the whole input)."""
+    events, remarks = identify_executions(events)
     executions, leases, renewals = reconstruct(events, settings)
     ctx = CheckContext(
         events=events, executions=executions, leases=leases, renewals=renewals, settings=settings, fleet=fleet
     )
-    findings = run_checks(ctx, JOB_CHECKS)
+    findings = identity_caveats(run_checks(ctx, JOB_CHECKS), executions)
     partials = {c.code: c.partial(ctx) for c in FLEET_CHECKS if c.partial is not None}
-    return Part(executions, leases, renewals, findings, partials)
+    return Part(executions, leases, renewals, findings, partials, events, remarks)
 
 
 def fleet_findings(partials: Sequence[Mapping[str, Partial]], settings: Settings) -> pl.DataFrame:
@@ -173,7 +178,11 @@ def merge(
         input_reports=inputs,
         malformed=malformed,
         settings=settings,
-        problems=[*problems, *(n for read in reads for n in read.notes)],
+        problems=[
+            *problems,
+            *(n for read in reads for n in read.notes),
+            *identity_notes(_concat([p.remarks for p in parts], "kind")),
+        ],
         local_time_files={f: z for read in reads for f, z in read.local_time_files.items()},
         totals=totals,
     )
@@ -247,7 +256,7 @@ def analyze(
     read = read_source(sources, s, progress=progress, keep_fields=keep_fields)
     check_read([read])
     part = analyze_events(read.events, s)
-    return merge([read], read.events, [part], fleet_findings([part.partials], s), s, problems)
+    return merge([read], part.events, [part], fleet_findings([part.partials], s), s, problems)
 
 
 def settings_of(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.config import Settings
+from leaselog.execution_runs import identity_names
 from leaselog.schema import schema
 
 EXEC_KEYS = ["job_id", "execution_id"]
@@ -298,6 +299,8 @@ _FIRST: dict[str, list[tuple[str, str]]] = {
 _LAST_WORK = [("t", "last_work_at"), ("line", "last_work_line"), ("file", "last_work_file")]
 _FIRST_ROW = [
     ("pod", "pod"),
+    ("thread", "thread"),
+    ("identity", "identity"),
     ("clock", "clock"),
     ("file", "file"),
     ("line", "first_line"),
@@ -377,7 +380,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     # build_events already orders by seq; re-sorting the wide frame costs more than everything else here
     ev = events if events["seq"].is_sorted() else events.sort("seq")
     default_ttl = settings.lease_ttl_ms
-    ex = _per_execution(ev)
+    ex = _per_execution(ev).with_columns(identity_names().alias("execution_from")).drop("identity")
     # an attempt that never ran: denied the lock, or triggered and nothing after (see the module doc)
     never_ran = (pl.col("_n_ran") == 0) & (
         pl.col("denied_at").is_not_null() | (pl.col("_n_triggered") == pl.col("n_events"))

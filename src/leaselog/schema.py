@@ -54,7 +54,12 @@ FRAME_DOCS: dict[str, str] = {
 
 _EXEC_KEY = (
     ("job_id", _S, "the logical request (jobId): the lock key the executions compete for"),
-    ("execution_id", _S, "one attempt at the job (executionId); `jobId@pod` when the log has none"),
+    (
+        "execution_id",
+        _S,
+        "one attempt at the job: its executionId; without one, `jobId@pod#n` (runs of the job on that pod "
+        "in time order); an id reused after its execution ended: `id#n`",
+    ),
 )
 
 FRAMES: dict[str, tuple[Column, ...]] = {
@@ -70,6 +75,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("pod", _S, "the worker that logged it"),
         ("thread", _S, "the thread or worker process that logged it (thread, threadName, processName, ...)"),
         *_EXEC_KEY,
+        ("identity", pl.Int8(), "how its execution was identified: an index into execution_runs.IDENTITIES"),
         ("event", _S, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
         ("raw_event", _S, "the event name as logged, before alias mapping"),
         ("elapsed_ms", _F, "elapsedMs: a local monotonic duration, never a shared timeline"),
@@ -103,6 +109,13 @@ FRAMES: dict[str, tuple[Column, ...]] = {
     "executions": _cols(
         *_EXEC_KEY,
         ("pod", _S, "the worker that ran it (its first line's pod)"),
+        ("thread", _S, "the thread or worker process of its first line"),
+        (
+            "execution_from",
+            _S,
+            "how it was identified: id, id+pod, id+sequence, pod+thread+sequence, pod+sequence, or "
+            "`pod+sequence (runs not told apart)` when the logs cannot tell its lines from another run's",
+        ),
         ("clock", _S, "clock of its first event: wall, elapsed or order"),
         ("first_seen", _T, "time of its first line"),
         ("last_seen", _T, "time of its last line: the last moment it is known to be alive"),

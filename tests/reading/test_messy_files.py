@@ -396,7 +396,7 @@ def test_inspect_shows_the_keys_of_lines_in_another_shape_than_the_first_guess()
     ins = inspect_file(DEMO / "terminal-a.log")
     assert ins.format == "spring-console" and ins.report.used == 3
     fills = {k.key: k.field for k in ins.keys}
-    assert fills["jobId"] == "job_id" and fills["elapsedMs"] == "elapsed_ms" and fills["thread"] is None
+    assert fills["jobId"] == "job_id" and fills["elapsedMs"] == "elapsed_ms" and fills["thread"] == "thread"
 
 
 def test_a_head_leaves_a_uniform_json_file_on_the_columnar_path(

@@ -110,7 +110,8 @@ def analyze(
     ],
     lease_ttl: LeaseTtlOpt = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the findings as JSON (the contract in the README).")
+        Path | None,
+        typer.Option("--json", help="Write the findings as JSON (the contract in docs/PRODUCT.md)."),
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
     parquet: Annotated[
@@ -155,7 +156,7 @@ def analyze(
         typer.Option(help="Also print the HTML report to this PDF (needs Chromium and Playwright)."),
     ] = None,
     engine: Annotated[
-        Engine, typer.Option(help="Where to run: this process, or Spark (pip install 'leaselog[spark]').")
+        Engine, typer.Option(help="Where to run: this process, or Spark (pip install 'leaselog\\[spark]').")
     ] = Engine.local,
     master: Annotated[
         str | None,

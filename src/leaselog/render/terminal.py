@@ -112,7 +112,10 @@ def _figure(kind: str, duration_ms: float | None, trigger: str | None, details: 
     return out
 
 
-def _executions(ids: list[str], cap: int = 22) -> str:
+def _executions(ids: list[str], cap: int = 22, job: str | None = None) -> str:
+    # an execution the logs did not name (`job@pod#n`) is shown without its job: the job has its column
+    if job:
+        ids = [i[len(job) :] if i.startswith(job + "@") else i for i in ids]
     text = printable(", ".join(ids))
     return text if len(text) <= cap or len(ids) < 2 else f"{printable(ids[0])} +{len(ids) - 1}"
 
@@ -157,8 +160,8 @@ def _table(a: Analysis, console: Console, shown: list[str | None], n_jobs: int) 
     fixed[5] = max(room - fixed[4], 8)
     widths = fixed
     rows = [
-        (sev.upper(), code, kind, job, _executions(execs or [], widths[4]), fig)  # noqa: RUF100
-        for (sev, code, kind, _, execs, *_), job, fig in zip(
+        (sev.upper(), code, kind, job, _executions(execs or [], widths[4], job_id), fig)  # noqa: RUF100
+        for (sev, code, kind, job_id, execs, *_), job, fig in zip(
             picked.iter_rows(), jobs_text, figures, strict=True
         )
     ]

@@ -30,6 +30,7 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.events import EVENT_SCHEMA
+from leaselog.execution_runs import REMARKS_SCHEMA, identify_executions
 from leaselog.fleet import FleetContext, Totals
 from leaselog.pipeline import (
     SEQ_BITS,
@@ -206,6 +207,7 @@ def _analyze_task(settings: Settings, fleet: FleetContext, frames: bool) -> Call
         part = analyze_events(events, settings, fleet)
         out: list[tuple[str, bytes]] = [
             ("findings", _ipc(part.findings)),
+            ("remarks", _ipc(part.remarks)),
             ("counts", pickle.dumps((events.height, _jobs(part.executions), part.executions.height))),
         ]
         for code, partial in part.partials.items():
@@ -290,6 +292,8 @@ def run(
         events = (
             frames_of(events_df).select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()]).sort("seq")
         )
+        # the names the partitions gave (each job is identified whole, so the same on the driver)
+        events = identify_executions(events)[0]
     counts = [pickle.loads(c) for c in payloads.get("counts", [])]
     totals = totals.with_jobs(sum(c[1] for c in counts), sum(c[2] for c in counts))
     analysis = merge(reads, events, parts, rows, settings, problems, totals=None if frames else totals)
@@ -311,7 +315,18 @@ def _parts(payloads: dict[str, list[bytes]]) -> list[Part]:
         if kind.startswith("partial/"):
             _, code, name = kind.split("/", 2)
             partials.setdefault(code, {})[name] = frame(kind)
-    return [Part(frame("executions"), frame("leases"), frame("renewals"), frame("findings"), partials)]
+    remarks = frame("remarks")
+    return [
+        Part(
+            frame("executions"),
+            frame("leases"),
+            frame("renewals"),
+            frame("findings"),
+            partials,
+            pl.DataFrame(schema=EVENT_SCHEMA),
+            remarks if remarks.width else pl.DataFrame(schema=REMARKS_SCHEMA),
+        )
+    ]
 
 
 def frames_of(df: DataFrame) -> pl.DataFrame:

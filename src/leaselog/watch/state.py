@@ -25,9 +25,11 @@ from typing import Any
 
 import polars as pl
 
+from leaselog.caveats import identity_caveats
 from leaselog.checks import REGISTRY, CheckContext, run_checks
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events, compact
+from leaselog.execution_runs import identify_executions
 from leaselog.findings import Finding, enforce_invariants, records
 from leaselog.reading.reader import RAW_SCHEMA, SNIFF_LINES, InputReport, Reader
 from leaselog.reading.sources import Source
@@ -178,13 +180,13 @@ class LiveState:
             rank = {i: n for n, i in enumerate(sorted(keys, key=lambda i: keys[i]))}
             raw = raw.with_columns(pl.col("file_index").replace_strict(rank, return_dtype=pl.Int64))
         built = build_events(raw, None, self.settings)
-        events = compact(built.events)
+        events = identify_executions(compact(built.events))[0]
         executions, leases, renewals = reconstruct(events, self.settings)
         ctx = CheckContext(
             events=events, executions=executions, leases=leases, renewals=renewals, settings=self.settings
         )
         chosen = REGISTRY if fleet else tuple(c for c in REGISTRY if c.code not in FLEET_CODES)
-        findings = enforce_invariants(records(run_checks(ctx, chosen)))
+        findings = enforce_invariants(records(identity_caveats(run_checks(ctx, chosen), executions)))
         wall = events.filter(pl.col("clock") == "wall")["t"]
         if wall.len():
             top = wall.max()

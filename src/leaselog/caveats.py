@@ -1,0 +1,63 @@
+"""What the way executions were identified does to the findings about them.
+
+A finding about an execution the logs did not name says how each of its executions was identified
+(`details.executionFrom`, beside `executionIds`). One about runs the logs cannot tell apart (no execution
+id, no thread, their lines interleaved: leaselog.execution_runs) is uncertain, whatever its check
+concluded: its figures rest on which line belongs to which run, which the logs do not say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import polars as pl
+
+from leaselog.execution_runs import ID, IDENTITIES, UNTOLD
+
+_UNTOLD = (
+    " The logs cannot tell {names} from another run of the job on {pods}: no execution id and no thread, "
+    "and their lines interleave, so which line is whose is a guess; this finding is uncertain (log an "
+    "execution id, or the thread)."
+)
+
+
+def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
+    """`findings` (FINDING_SCHEMA) with each finding about an inferred execution saying so."""
+    if not findings.height or not executions.height:
+        return findings
+    inferred = executions.filter(pl.col("execution_from") != IDENTITIES[ID]).select(
+        "job_id", "execution_id", "execution_from"
+    )
+    if not inferred.height:
+        return findings
+    per = (
+        findings.select(pl.int_range(pl.len(), dtype=pl.Int64).alias("_i"), "job_id", "execution_ids")
+        .explode("execution_ids")
+        .rename({"execution_ids": "execution_id"})
+        .join(inferred, on=["job_id", "execution_id"], how="left", maintain_order="left")
+        .group_by("_i", maintain_order=True)
+        .agg(
+            pl.col("execution_from").fill_null(IDENTITIES[ID]).alias("from"),
+            pl.col("execution_id").filter(pl.col("execution_from") == IDENTITIES[UNTOLD]).alias("untold"),
+            pl.col("execution_from").is_not_null().any().alias("inferred"),
+        )
+        .filter("inferred")
+    )
+    if not per.height:
+        return findings
+    rows = per["_i"].to_list()
+    details, certainty, message = (findings[c].to_list() for c in ("details", "certainty", "message"))
+    pods = findings["pods"].to_list()
+    for i, how, untold in zip(rows, per["from"].to_list(), per["untold"].to_list(), strict=True):
+        d: dict[str, Any] = orjson.loads(details[i]) if details[i] else {}
+        d["executionFrom"] = how
+        details[i] = orjson.dumps(d).decode()
+        if untold:
+            certainty[i] = "uncertain"
+            message[i] += _UNTOLD.format(names=", ".join(untold), pods=", ".join(pods[i] or []) or "its pod")
+    return findings.with_columns(
+        pl.Series("details", details, dtype=pl.String),
+        pl.Series("certainty", certainty, dtype=pl.String),
+        pl.Series("message", message, dtype=pl.String),
+    )

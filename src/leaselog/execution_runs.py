@@ -1,0 +1,362 @@
+"""Executions the logs do not name: runs cut out of (job, pod, thread) by the lifecycle.
+
+An explicit execution id comes first. A line without one belongs to the run of its job on its pod and
+thread (or worker process) that the lifecycle says is going on:
+
+- an attempt **begins** at a trigger, an acquisition or a denial (a start with no acquisition logged
+  begins one too);
+- it **ends** at its release, its finish or its stop; the next begin on the same key after an end is a
+  new execution, and so is an acquisition (or a start) while a run is still going on: the earlier run's
+  end was not logged (a crash, a lost line);
+- a denial after a trigger, then an acquisition, is one attempt that waited for the lock; a denied attempt
+  never runs, so a release, renewal or finish logged after a denial, with no acquisition between, is the
+  earlier run's (two runs interleaved on a pod that logs no thread);
+- a thread that logs no begin of the job (a lease-renewer or watchdog thread) works for a run of another
+  thread: its lines join the run of that job and pod that holds the lease they name (owner, fencing
+  token), else the one going on at that moment.
+
+Inferred executions are named `job@pod#n`, numbered in time order per job and pod: the same names in every
+output and on every engine, as all of a job's events are identified together. An explicit id that comes
+back after its execution ended (ids counted per process, a redelivery to the same worker) is split the
+same way: `id`, then `id#2`, ...
+
+Where the logs cannot tell runs apart (no id, no thread, and a run's events after another run began: two
+finishes in what reads as one run), the runs involved are marked: what depends on them is uncertain.
+
+The `identity` column says how each event's execution was identified: an index into `IDENTITIES`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# how an execution was identified (the events' and executions' `identity` code indexes this)
+IDENTITIES: tuple[str, ...] = (
+    "id",  # its executionId
+    "id+pod",  # its executionId, logged on several pods: one execution per pod (`id@pod`)
+    "id+sequence",  # its executionId, reused after that execution ended (`id#2`, ...)
+    "pod+thread+sequence",  # no id: job, pod and thread, cut into runs by the lifecycle
+    "pod+sequence",  # no id and no thread: job and pod, cut into runs by the lifecycle
+    "pod+sequence (runs not told apart)",  # as above, and the logs cannot tell two runs apart
+)
+ID, ID_POD, ID_SEQUENCE, POD_THREAD, POD, UNTOLD = range(len(IDENTITIES))
+
+# lifecycle states, as codes (0: nothing yet on this key)
+_TRIGGER, _ACQUIRE, _START, _END, _DENY, _DENY_WAITING = 1, 2, 3, 4, 5, 6
+_STATE_OF = {
+    "job_triggered": _TRIGGER,
+    "lock_acquired": _ACQUIRE,
+    "job_started": _START,
+    "job_finished": _END,
+    "job_stopped": _END,
+    "lock_released": _END,
+    "lock_denied": _DENY,
+}
+_BEGINS = ("job_triggered", "lock_acquired", "lock_denied", "job_started")
+# what only a run that holds the lock logs: after a denial (and no acquisition) it is another run's
+_RUN_EVENTS = (
+    "lease_renewal",
+    "job_progress",
+    "job_finished",
+    "job_stopped",
+    "lock_released",
+    "completion",
+    "ownership_lost",
+    "job_stop_requested",
+)
+_KEY = "_key"
+
+
+def identity_names() -> pl.Expr:
+    """The `identity` code as its name (for the executions frame and the outputs)."""
+    return pl.col("identity").replace_strict(
+        dict(enumerate(IDENTITIES)), default=None, return_dtype=pl.String
+    )
+
+
+def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`events` (in `seq` order) with every execution named: runs cut out of the rows build_events left
+    without an id (`identity` POD), and explicit ids reused after their execution ended split. The
+    remarks (REMARKS_SCHEMA; `identity_notes` words them) say where an earlier run's end was not logged
+    and where runs cannot be told apart."""
+    none = pl.DataFrame(schema=REMARKS_SCHEMA)
+    if not events.height:
+        return events, none
+    inferred = events["identity"] == POD
+    reused = _reused_ids(events.filter(~inferred)) if not inferred.all() else pl.DataFrame()
+    if not inferred.any() and not reused.height:
+        return events, none
+    frame = events.select(
+        "job_id", "execution_id", "pod", "thread", "event", "t", "seq", "owner", "fencing_token", "identity"
+    ).with_row_index("_row")
+    parts: list[pl.DataFrame] = []
+    remarks = none
+    if inferred.any():
+        named, remarks = _inferred(frame.filter(pl.col("identity") == POD))
+        parts.append(named)
+    if reused.height:
+        parts.append(_split_reused(frame.join(reused, on=["job_id", "execution_id"], how="semi")))
+    changes = pl.concat(parts)
+    # set in place of the two columns (a join would copy every column of the wide events frame)
+    ids, codes = events["execution_id"].clone(), events["identity"].clone()
+    ids.scatter(changes["_row"], changes["_name"])
+    codes.scatter(changes["_row"], changes["_identity"])
+    return events.with_columns(ids, codes), remarks
+
+
+# -- the lifecycle, vectorised --------------------------------------------------------------------------
+
+
+def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFrame:
+    """`frame` sorted by (keys, t, seq) with `_seg`: a run number, new at each begin the lifecycle says
+    starts a run; `_unlogged`: that begin came while the run before it was still going on.
+
+    `lenient` (no id) also cuts at an acquisition or a start while a run is going on; with an explicit
+    id only a begin after an end cuts. Each row's state is the last lifecycle event before it on its key,
+    so the state machine is two forward fills, not a loop.
+    """
+    f = frame.sort([*keys, "t", "seq"])
+    key_start = pl.lit(False)
+    for k in keys:
+        key_start = key_start | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    f = f.with_columns(key_start.alias("_ks"))
+    ks = pl.col("_ks")
+    own = pl.col("event").replace_strict(_STATE_OF, default=None, return_dtype=pl.Int8)
+    if "_orphan" in f.columns:  # another run's lines: they move no state of this key
+        own = pl.when(pl.col("_orphan")).then(None).otherwise(own)
+
+    def before(state: pl.Expr) -> pl.Expr:
+        filled = pl.when(ks & state.is_null()).then(pl.lit(0, pl.Int8)).otherwise(state).forward_fill()
+        return pl.when(ks).then(pl.lit(0, pl.Int8)).otherwise(filled.shift(1))
+
+    f = f.with_columns(own.alias("_own")).with_columns(before(pl.col("_own")).alias("_prev"))
+    # a denial after a trigger is an attempt waiting for the lock: its acquisition is the same attempt
+    f = f.with_columns(
+        pl.when((pl.col("_own") == _DENY) & (pl.col("_prev") == _TRIGGER))
+        .then(pl.lit(_DENY_WAITING, pl.Int8))
+        .otherwise(pl.col("_own"))
+        .alias("_own")
+    ).with_columns(before(pl.col("_own")).alias("_prev"))
+    ev, prev = pl.col("event"), pl.col("_prev")
+    running = prev.is_in([_ACQUIRE, _START])
+    if lenient:
+        cut = (
+            (ev == "job_triggered")
+            | ((ev == "lock_acquired") & prev.is_in([_ACQUIRE, _START, _END, _DENY]))
+            | ((ev == "lock_denied") & prev.is_in([_ACQUIRE, _START, _END, _DENY, _DENY_WAITING]))
+            | ((ev == "job_started") & prev.is_in([_START, _END]))
+        )
+    else:
+        cut = ev.is_in(_BEGINS) & (prev == _END)
+    if "_orphan" in f.columns:
+        cut = cut & ~pl.col("_orphan")
+    begin = ks | cut
+    return f.with_columns(
+        begin.cum_sum().cast(pl.Int64).alias("_seg"),
+        (cut & running).alias("_unlogged"),
+    ).drop("_ks", "_own", "_prev")
+
+
+def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
+    """(job_id, execution_id) of explicit ids with a begin logged after their first end: one group-by,
+    so the row-level split runs only for them (none, in most logs)."""
+    ev = pl.col("event")
+    return (
+        events.lazy()
+        .select("job_id", "execution_id", "t", ev)
+        .group_by("job_id", "execution_id")
+        .agg(
+            pl.col("t").filter(ev.is_in(["job_triggered", "lock_acquired", "lock_denied"])).max().alias("b"),
+            pl.col("t").filter(ev.is_in(["job_finished", "job_stopped", "lock_released"])).min().alias("e"),
+        )
+        .filter(pl.col("b") > pl.col("e"))
+        .select("job_id", "execution_id")
+        .collect()
+    )
+
+
+def _split_reused(frame: pl.DataFrame) -> pl.DataFrame:
+    """`id`, `id#2`, ... for each run of a reused id: (`_row`, `_name`, `_identity`)."""
+    f = _states(
+        frame.select("_row", "job_id", "execution_id", "event", "t", "seq"),
+        ["job_id", "execution_id"],
+        lenient=False,
+    )
+    n = pl.col("_seg").rank("dense").over("job_id", "execution_id").cast(pl.Int64)
+    return f.select(
+        "_row",
+        pl.when(n == 1)
+        .then(pl.col("execution_id"))
+        .otherwise(pl.format("{}#{}", pl.col("execution_id"), n))
+        .alias("_name"),
+        pl.lit(ID_SEQUENCE, pl.Int8).alias("_identity"),
+    )
+
+
+def _inferred(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Runs of (job, pod, thread) for the rows without an id: (`_row`, `_name`, `_identity`), remarks."""
+    cols = ["_row", "job_id", "pod", "thread", "event", "t", "seq", "owner", "fencing_token"]
+    f = frame.select(cols)
+    keys = ["job_id", "pod", "thread"]
+    # a thread that logs no begin of its job works for another thread's run (a renewer, a watchdog)
+    begins = f.group_by(keys).agg(pl.col("event").is_in(_BEGINS).any().alias("_has_begin"))
+    f = f.join(begins, on=keys, how="left")
+    helpers = f.filter(~pl.col("_has_begin") & pl.col("thread").is_not_null()).drop("_has_begin")
+    own = f.filter(pl.col("_has_begin") | pl.col("thread").is_null()).drop("_has_begin")
+    # a denied attempt never runs: what a run logs after a denial, with no acquisition between, is the
+    # run before it (interleaved lines on a pod without threads)
+    own = _orphans(own, keys)
+    runs = _states(own, keys, lenient=True)
+    runs = _adopt_orphans(runs, keys)
+    segments = _segments(runs)
+    if helpers.height:
+        runs = pl.concat([runs.select("_row", "_seg"), _attach_helpers(helpers, runs, segments)])
+    named = runs.select("_row", "_seg").join(segments.select("_seg", "_name", "_identity"), on="_seg")
+    return named.drop("_seg"), _remarks(segments)
+
+
+def _orphans(f: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """`_orphan`: a run's line after a denial with no acquisition or start since (on its key)."""
+    f = f.sort([*keys, "t", "seq"])
+    ks = pl.lit(False)
+    for k in keys:
+        ks = ks | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    ev = pl.col("event")
+    last_begin = pl.when(ev.is_in(_BEGINS)).then(ev).when(ks).then(pl.lit("")).otherwise(None).forward_fill()
+    return f.with_columns(((last_begin == "lock_denied") & ev.is_in(_RUN_EVENTS)).alias("_orphan"))
+
+
+def _adopt_orphans(runs: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Orphan lines join the last run of their key that acquired or started before them."""
+    ks = pl.lit(False)
+    for k in keys:
+        ks = ks | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    ran = pl.col("event").is_in(["lock_acquired", "job_started"]) & ~pl.col("_orphan")
+    last_run = (
+        pl.when(ran).then(pl.col("_seg")).when(ks).then(pl.lit(-1, pl.Int64)).otherwise(None).forward_fill()
+    )
+    return runs.with_columns(
+        pl.when(pl.col("_orphan") & (last_run >= 0)).then(last_run).otherwise(pl.col("_seg")).alias("_seg")
+    )
+
+
+def _segments(runs: pl.DataFrame) -> pl.DataFrame:
+    """One row per run: its key, first moment, how it ended, its lease's owner and token, its name."""
+    ev = pl.col("event")
+    seg = (
+        runs.group_by("_seg")
+        .agg(
+            pl.col("job_id", "pod", "thread").first(),
+            pl.col("t").min().alias("_t0"),
+            pl.col("seq").min().alias("_seq0"),
+            pl.col("t").max().alias("_t1"),
+            pl.col("_unlogged").filter(~pl.col("_orphan")).first().fill_null(False).alias("_cut_before"),
+            ev.is_in(["job_finished", "job_stopped"]).sum().alias("_n_end"),
+            (ev == "lock_released").sum().alias("_n_release"),
+            pl.col("owner").filter(ev == "lock_acquired").first().alias("_owner"),
+            pl.col("fencing_token").filter(ev == "lock_acquired").first().alias("_token"),
+        )
+        .sort("job_id", "pod", "thread", "_t0", "_seq0", nulls_last=False)
+    )
+    same_key = (
+        pl.col("job_id").eq_missing(pl.col("job_id").shift(-1))
+        & pl.col("pod").eq_missing(pl.col("pod").shift(-1))
+        & pl.col("thread").eq_missing(pl.col("thread").shift(-1))
+    )
+    # no thread, and a run that began while another was going on holds two runs' ends: interleaved
+    crowded = (
+        pl.col("thread").is_null()
+        & pl.col("_cut_before")
+        & ((pl.col("_n_end") > 1) | (pl.col("_n_release") > 1))
+    )
+    seg = seg.with_columns(crowded.alias("_untold")).with_columns(
+        (pl.col("_untold") | (same_key & pl.col("_untold").shift(-1)).fill_null(False)).alias("_untold"),
+        (same_key & pl.col("_cut_before").shift(-1)).fill_null(False).alias("_end_unlogged"),
+    )
+    # numbered in time order per job and pod (threads share the numbering: `#n` is unique on the pod)
+    seg = seg.sort("job_id", "pod", "_t0", "_seq0", "thread", nulls_last=False)
+    n = pl.int_range(1, pl.len() + 1).over("job_id", "pod")
+    name = (
+        pl.when(pl.col("pod").is_null())
+        .then(pl.format("{}#{}", "job_id", n))
+        .otherwise(pl.format("{}@{}#{}", "job_id", "pod", n))
+    )
+    return seg.with_columns(
+        name.alias("_name"),
+        pl.when(pl.col("_untold"))
+        .then(pl.lit(UNTOLD, pl.Int8))
+        .when(pl.col("thread").is_not_null())
+        .then(pl.lit(POD_THREAD, pl.Int8))
+        .otherwise(pl.lit(POD, pl.Int8))
+        .alias("_identity"),
+    )
+
+
+def _attach_helpers(helpers: pl.DataFrame, runs: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
+    """(`_row`, `_seg`) of a helper thread's lines: the run of the job and pod holding the lease they
+    name (owner, then fencing token), else the latest run begun by then that is still going on, else the
+    latest begun, else the first."""
+    cand = helpers.join(
+        segments.select("_seg", "job_id", "pod", "_t0", "_t1", "_owner", "_token"),
+        on=["job_id", "pod"],
+        how="left",
+        nulls_equal=True,
+    )
+    score = (
+        (pl.col("owner").is_not_null() & (pl.col("owner") == pl.col("_owner"))).cast(pl.Int8) * 8
+        + (pl.col("fencing_token").is_not_null() & (pl.col("fencing_token") == pl.col("_token"))).cast(
+            pl.Int8
+        )
+        * 4
+        + (pl.col("_t0") <= pl.col("t")).cast(pl.Int8) * 2
+        + (pl.col("_t1") >= pl.col("t")).cast(pl.Int8)
+    )
+    picked = (
+        cand.with_columns(score.fill_null(0).alias("_score"))
+        .sort("_row", "_score", "_t0", descending=[False, True, True])
+        .group_by("_row", maintain_order=True)
+        .first()
+    )
+    # (a helper line of a job and pod with no run at all keeps the name build_events gave it)
+    return picked.filter(pl.col("_seg").is_not_null()).select("_row", "_seg")
+
+
+REMARKS_SCHEMA = {"kind": pl.String(), "job_id": pl.String(), "pod": pl.String(), "execution_id": pl.String()}
+
+
+def _remarks(segments: pl.DataFrame) -> pl.DataFrame:
+    """The runs the reader must know about: `untold` (the logs cannot tell it from another run) and
+    `unlogged` (its end was not logged before the next run on its pod and thread began)."""
+    return pl.concat(
+        [
+            segments.filter(pl.col(flag)).select(
+                pl.lit(kind).alias("kind"), "job_id", "pod", pl.col("_name").alias("execution_id")
+            )
+            for kind, flag in (("untold", "_untold"), ("unlogged", "_end_unlogged"))
+        ]
+    ).cast(REMARKS_SCHEMA)  # type: ignore[arg-type]
+
+
+def identity_notes(remarks: pl.DataFrame) -> list[str]:
+    """The notes of `identify_executions`' remarks (of one run, or of every partition's, concatenated):
+    the same text whichever way the jobs were split."""
+    if not remarks.height:
+        return []
+    remarks = remarks.sort("kind", "job_id", "pod", "execution_id", nulls_last=True)
+    notes = []
+    untold = remarks.filter(pl.col("kind") == "untold")
+    if untold.height:
+        ex = untold.row(0, named=True)
+        notes.append(
+            f"{untold.height} run(s) logged with no execution id and no thread, their lines interleaved "
+            f"with another run's on the same pod (e.g. {ex['execution_id']}): the logs cannot tell these "
+            "runs apart, and what depends on them is uncertain (log an execution id or the thread)"
+        )
+    unlogged = remarks.filter(pl.col("kind") == "unlogged")
+    if unlogged.height:
+        ex = unlogged.row(0, named=True)
+        notes.append(
+            f"{unlogged.height} run(s) without an execution id whose end was not logged before the next "
+            f"run on the same pod and thread began (e.g. {ex['execution_id']}): a crash or a lost line"
+        )
+    return notes
