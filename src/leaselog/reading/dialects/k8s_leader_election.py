@@ -15,8 +15,8 @@ Sources, kubernetes/client-go `tools/leaderelection/leaderelection.go`:
 - Leadership lost is logged by the caller's `OnStoppedLeading` callback, not client-go: kubernetes
   `cmd/kube-controller-manager` `logger.Error(nil, "leaderelection lost")`, the common `klog.Fatalf("leader
   election lost")`, client-go's `examples/leader-election/main.go` `"Leader lost"` and `OnNewLeader`
-  `"New leader elected"` / `"new leader elected: %s"` (older example). These name no lock: the join
-  gives them the lease their pod last acquired.
+  `"New leader elected"` / `"new leader elected: %s"` (older example). These name no lock: they take
+  the lease last named in the same file (`Rule.job_from_thread`; klog lines have no thread).
 
 The lease name (`namespace/name`) is the job; the pod is the file's (one file per replica, as `kubectl
 logs` gives). "Attempting to acquire" is a candidate's poll of the lock (client-go retries every
@@ -31,7 +31,7 @@ after the old one had failed to renew for a whole LeaseDuration, by its own cloc
 
 from __future__ import annotations
 
-import polars as pl
+from dataclasses import replace
 
 from leaselog.reading.dialects import Dialect, Rule, Sample
 
@@ -40,7 +40,7 @@ NAME = "k8s-leader-election"
 _LOCK = {"job_id": ("lock",)}
 _HOLDER = {"owner": ("holder",)}
 
-RULES = (
+_RULES = (
     # printf (v0.15 .. v0.34)
     Rule(
         "job_triggered",
@@ -54,6 +54,7 @@ RULES = (
         "lock_denied",
         r"\Alock is held by (?P<owner>\S+) and has not yet expired(?:: (?P<job_id>\S+))?",
         versions="v0.15-v0.34 (-v=4)",
+        job_from_thread=True,
     ),
     Rule(
         "lease_renewal",
@@ -102,7 +103,31 @@ RULES = (
         "job_stopped",
         r"\A(?:leaderelection lost|[Ll]eader election lost|Leader lost|Leaderelection lost)",
         {"reason": "leadership_lost"},
+        job_from_thread=True,
     ),
+)
+# each rule's name: the event's `raw_event` is `<dialect>/<name>`
+RULES = tuple(
+    replace(r, name=n)
+    for r, n in zip(
+        _RULES,
+        (
+            "attempting",
+            "acquired",
+            "failed-to-acquire",
+            "held-by",
+            "renewed",
+            "failed-to-renew",
+            "attempting-s",
+            "acquired-s",
+            "failed-to-acquire-s",
+            "held-by-s",
+            "renewed-s",
+            "failed-to-renew-s",
+            "leadership-lost",
+        ),
+        strict=True,
+    )
 )
 
 SAMPLES = (
@@ -127,7 +152,11 @@ SAMPLES = (
     Sample(
         'E1201 10:00:31.000100       1 controllermanager.go:368] "leaderelection lost"',
         "job_stopped",
-        {"reason": "leadership_lost"},
+        {"reason": "leadership_lost", "job_id": "kube-system/report-controller"},
+        before=(
+            "I1201 10:00:00.223456       1 leaderelection.go:260] successfully acquired lease "
+            "kube-system/report-controller",
+        ),
     ),
     Sample(
         'I1201 10:00:00.223456       1 leaderelection.go:272] "Successfully acquired lease" '
@@ -145,23 +174,50 @@ SAMPLES = (
         "I1201 10:00:05.000000       1 leaderelection.go:354] lock is held by report-controller-7d9f "
         "and has not yet expired",
         "lock_denied",
-        {"owner": "report-controller-7d9f"},
+        {"owner": "report-controller-7d9f", "job_id": "kube-system/report-controller"},
+        before=(
+            "I1201 10:00:00.123456       1 leaderelection.go:250] attempting to acquire leader lease "
+            "kube-system/report-controller...",
+        ),
     ),
     Sample('I1201 10:00:05.000000       1 main.go:170] "New leader elected" identity="pod-b"', None),
+    Sample(
+        "I1201 10:00:02.000000       1 leaderelection.go:255] failed to acquire lease "
+        "kube-system/report-controller",
+        "lock_denied",
+        {"job_id": "kube-system/report-controller"},
+    ),
+    Sample(
+        "I1201 10:00:02.000000       1 leaderelection.go:281] successfully renewed lease "
+        "kube-system/report-controller",
+        "lease_renewal",
+        {"job_id": "kube-system/report-controller", "renewal_outcome": "success"},
+    ),
+    Sample(
+        'I1201 10:00:02.000000       1 leaderelection.go:267] "Failed to acquire lease" '
+        'lock="kube-system/report-controller"',
+        "lock_denied",
+        {"job_id": "kube-system/report-controller"},
+    ),
+    Sample(
+        'I1201 10:00:02.000000       1 leaderelection.go:493] "Lease is held by and has not yet expired" '
+        'lock="kube-system/report-controller" holder="report-controller-7d9f"',
+        "lock_denied",
+        {"job_id": "kube-system/report-controller", "owner": "report-controller-7d9f"},
+    ),
+    Sample(
+        'I1201 10:00:02.000000       1 leaderelection.go:300] "Successfully renewed lease" '
+        'lock="kube-system/report-controller"',
+        "lease_renewal",
+        {"job_id": "kube-system/report-controller", "renewal_outcome": "success"},
+    ),
+    Sample(
+        'I1201 10:00:31.000000       1 leaderelection.go:304] "Failed to renew lease" '
+        'lock="kube-system/report-controller" err="timed out waiting for the condition"',
+        "lease_renewal",
+        {"job_id": "kube-system/report-controller", "renewal_outcome": "timeout"},
+    ),
 )
-
-
-def join(raw: pl.DataFrame) -> pl.DataFrame:
-    """Lines that name no lease (leadership lost, `lock is held by` before v0.31) take the lease their
-    file last named."""
-    if raw.is_empty() or "dialect" not in raw.columns:
-        return raw
-    df = raw.with_row_index("_row")
-    ours = df.filter(pl.col("dialect") == NAME).sort("file_index", "line")
-    if ours.is_empty():
-        return raw
-    ours = ours.with_columns(pl.col("job_id").forward_fill().backward_fill().over("file_index"))
-    return df.update(ours.select("_row", "job_id"), on="_row").sort("_row").drop("_row")
 
 
 DIALECT = Dialect(
@@ -192,6 +248,9 @@ DIALECT = Dialect(
         "kube-controller-manager). Renewals are logged only at -v=5 and denials at -v=4; at the default "
         "verbosity a leader's lease validity after its acquisition cannot be measured, only the takeover."
     ),
-    unlogged=("lease length", "renewals"),
-    join=join,
+    cannot_measure=(
+        "the lease duration (never logged: pass --lease-ttl) and, below -v=5, the renewals: how long a "
+        "leader's lease stayed valid, other than around a takeover"
+    ),
+    enable="run the component with -v=5 to log renewals (-v=4 for denials)",
 )

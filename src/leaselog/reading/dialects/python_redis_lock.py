@@ -25,12 +25,15 @@ What the lines cannot say on their own, and the join below adds:
   alive); a refresh followed by the release with no such line is a renewal that failed (the thread died);
   the last refresh before the log ends stays unconfirmed.
 - 3.x's renewal lines name no lock: they take the lock last acquired on the same thread (Celery's worker
-  process), else in the same file.
-The lease length (`expire`) is never logged (with `auto_renewal`, 2/3 of it is, as the refresh
-interval): pass `--lease-ttl`.
+  process; `Rule.job_from_thread`).
+The lease length (`expire`) is never logged; with `auto_renewal` the renewal thread announces its
+refresh interval, 2/3 of `expire` in whole seconds, and the join sets the acquisition's lease from it.
+Without auto_renewal pass `--lease-ttl`.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import polars as pl
 
@@ -41,7 +44,7 @@ NAME = "python-redis-lock"
 # `%r` of the key `lock:NAME`
 _KEY = r"""['"]lock:(?P<job_id>.*?)['"]"""
 
-RULES = (
+_RULES = (
     Rule("lock_acquired", r"\AAcquired Lock\(" + _KEY + r"\)\.", versions="4.x"),
     Rule("lock_denied", r"\AFailed to acquire Lock\(" + _KEY + r"\)\.", versions="4.x"),
     Rule("job_started", r"\AStarting renewal thread for Lock\(" + _KEY + r"\)\.", versions="4.x"),
@@ -50,10 +53,37 @@ RULES = (
     Rule("lock_released", r"\AReleasing Lock\(" + _KEY + r"\)\.", versions="4.x"),
     Rule("lock_acquired", r"\AGot lock for " + _KEY + r"\.\Z", versions="3.x"),
     Rule("lock_denied", r"\AFailed to get " + _KEY + r"\.\Z", versions="3.x"),
-    Rule("job_started", r"\AStarting thread to refresh lock every \S+ seconds", versions="3.x"),
-    Rule("lease_renewal", r"\ARefreshing lock\Z", versions="3.x"),
-    Rule("job_progress", r"\ASignalling the lock refresher to stop\Z", versions="3.x"),
+    Rule(
+        "job_started",
+        r"\AStarting thread to refresh lock every \S+ seconds",
+        versions="3.x",
+        job_from_thread=True,
+    ),
+    Rule("lease_renewal", r"\ARefreshing lock\Z", versions="3.x", job_from_thread=True),
+    Rule("job_progress", r"\ASignalling the lock refresher to stop\Z", versions="3.x", job_from_thread=True),
     Rule("lock_released", r"\AReleasing " + _KEY + r"\.\Z", versions="3.x"),
+)
+# each rule's name: the event's `raw_event` is `<dialect>/<name>`
+RULES = tuple(
+    replace(r, name=n)
+    for r, n in zip(
+        _RULES,
+        (
+            "acquired",
+            "failed-to-acquire",
+            "renewal-thread-started",
+            "refreshing",
+            "signaling-renewal-thread-exit",
+            "releasing",
+            "got-lock",
+            "failed-to-get",
+            "refresh-thread-started",
+            "refreshing-lock",
+            "signalling-refresher-stop",
+            "releasing-3x",
+        ),
+        strict=True,
+    )
 )
 
 SAMPLES = (
@@ -105,11 +135,29 @@ SAMPLES = (
         "lock_denied",
         {"job_id": "report-42"},
     ),
-    Sample("[2026-12-01 10:00:06,790: DEBUG/ForkPoolWorker-1] Refreshing lock", "lease_renewal"),
+    Sample(
+        "[2026-12-01 10:00:06,790: DEBUG/ForkPoolWorker-1] Refreshing lock",
+        "lease_renewal",
+        {"job_id": "report-42"},
+        before=("[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Got lock for 'lock:report-42'.",),
+    ),
     Sample(
         "[2026-12-01 10:00:09,002: DEBUG/ForkPoolWorker-1] Releasing 'lock:report-42'.",
         "lock_released",
         {"job_id": "report-42"},
+    ),
+    Sample(
+        "[2026-12-01 10:00:00,121: DEBUG/ForkPoolWorker-1] Starting thread to refresh lock every "
+        "1.3333333333333333 seconds",
+        "job_started",
+        {"job_id": "report-42"},
+        before=("[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Got lock for 'lock:report-42'.",),
+    ),
+    Sample(
+        "[2026-12-01 10:00:09,001: DEBUG/ForkPoolWorker-1] Signalling the lock refresher to stop",
+        "job_progress",
+        {"job_id": "report-42"},
+        before=("[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Got lock for 'lock:report-42'.",),
     ),
 )
 
@@ -119,8 +167,8 @@ _INTERVAL = r"(?:Refresh interval: |refresh lock every )([0-9.]+) seconds"
 
 
 def join(raw: pl.DataFrame) -> pl.DataFrame:
-    """Lease length from the refresh interval, renewal outcomes from the renewal thread's next line, and
-    3.x's nameless lines' lock (module doc)."""
+    """Lease length from the refresh interval, renewal outcomes from the renewal thread's next line
+    (module doc)."""
     if raw.is_empty() or "dialect" not in raw.columns:
         return raw
     mine = pl.col("dialect") == NAME
@@ -130,11 +178,6 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         return raw
     thread = pl.col("thread").fill_null("")
     ours = ours.with_columns(
-        pl.coalesce(
-            pl.col("job_id"),
-            pl.col("job_id").forward_fill().over("file_index", thread),
-            pl.col("job_id").forward_fill().over("file_index"),
-        ).alias("job_id"),
         # expire = 3/2 of the interval, in whole seconds
         (pl.col("message").str.extract(_INTERVAL).cast(pl.Float64, strict=False).mul(1.5).round() * 1000)
         .cast(pl.Int64)
@@ -193,7 +236,7 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         .alias("renewal_outcome")
     )
     ours = ours.update(life.select("_row", "renewal_outcome"), on="_row", include_nulls=True)
-    cols = ["_row", "job_id", "renewal_outcome", "lease_ms"]
+    cols = ["_row", "renewal_outcome", "lease_ms"]
     return df.update(ours.select(cols), on="_row", include_nulls=True).sort("_row").drop("_row")
 
 
@@ -222,6 +265,10 @@ DIALECT = Dialect(
         "the `redis_lock` logger to DEBUG to see renewals and releases. It never logs the lease length "
         "(`expire`): pass --lease-ttl with the `expire` the code uses."
     ),
-    unlogged=("lease length",),
+    cannot_measure=(
+        "the lease length (`expire`) unless auto_renewal announces its refresh interval (2/3 of it); "
+        "a refresh's outcome is known only from the renewal thread's next line"
+    ),
+    enable="logging.getLogger('redis_lock').setLevel(logging.DEBUG)",
     join=join,
 )
