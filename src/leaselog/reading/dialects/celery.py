@@ -131,11 +131,13 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
     seg = [*proc, pl.col("_seg")]
     both = both.with_columns(
         pl.col("execution_id").filter(pl.col("_end")).first().over(seg).alias("_task"),
-        pl.col("job_id").filter(lock & (pl.col("event") == "lock_acquired")).last().over(seg).alias("_lock"),
+        # the lock the task took, else the one it was turned away from
+        pl.col("job_id").filter(lock & (pl.col("event") == "lock_acquired")).last().over(seg).alias("_took"),
+        pl.col("job_id").filter(lock & pl.col("job_id").is_not_null()).last().over(seg).alias("_named_lock"),
         pl.col("event").filter(pl.col("_end")).first().over(seg).alias("_end_event"),
         pl.col("status").filter(pl.col("_end")).first().over(seg).alias("_end_status"),
         (lock & (pl.col("event") == "lock_released")).any().over(seg).alias("_released_logged"),
-    )
+    ).with_columns(pl.coalesce("_took", "_named_lock").alias("_lock"))
     # lock lines no task end follows: the last task received before them in the same file
     received = (
         both.filter(celery & (pl.col("event") == "job_triggered"))
