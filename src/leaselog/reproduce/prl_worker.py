@@ -10,7 +10,7 @@ the pool process name `ForkPoolWorker-1`, and the task's own lines are Celery's 
 traceback). Celery itself is not running: this process plays its worker.
 
 Beside the log, it appends its CLOCK_MONOTONIC moments to `--truth` (the lab's ground truth, in the shape
-of `leaselog.reproduce.pod.PodLog`'s truth file): the acquisition as the library returned it, each
+of `leaselog.reproduce.pod.PodLog`'s truth file): the acquisition when the library logged it, each
 `extend()` as the library's renewal thread made it (and its outcome), the end of the work, the release
 and whether it deleted the key.
 """
@@ -39,6 +39,8 @@ LOG_RECEIVED = "Task %(name)s[%(id)s] received"
 LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s"
 LOG_FAILURE = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
 TASK_NAME = "reports.render"
+# when the renewal thread last logged "Refreshing" (one renewal thread per pod)
+REFRESH_SENT: list[float | None] = [None]
 
 
 class Truth:
@@ -48,9 +50,10 @@ class Truth:
         self._f = path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
 
-    def note(self, event: str, **fields: Any) -> None:
+    def note(self, event: str, at: float | None = None, **fields: Any) -> None:
         with self._lock:
-            line = {"event": event, "monoMs": round(mono_ms(), 3), "wallMs": time.time_ns() // 1_000_000}
+            mono = mono_ms() if at is None else at
+            line = {"event": event, "monoMs": round(mono, 3), "wallMs": time.time_ns() // 1_000_000}
             self._f.write(json.dumps({**line, **fields}, separators=(",", ":")) + "\n")
             self._f.flush()
 
@@ -58,13 +61,21 @@ class Truth:
         self._f.close()
 
 
-def celery_logging(path: Path) -> logging.Handler:
+def celery_logging(path: Path, truth: Truth) -> logging.Handler:
     """One file handler in Celery's worker format; `processName` is the pool process's, or the record's
-    `celery_process` (the consumer's lines are MainProcess's)."""
+    `celery_process` (the consumer's lines are MainProcess's). The library's "Acquired" line also notes
+    the truth's acquisition, at that very moment (the library logs it right after its SET succeeded and
+    before it starts the renewal thread, which can take long on a loaded machine)."""
 
     class PoolProcess(logging.Filter):
         def filter(self, record: logging.LogRecord) -> bool:
             record.processName = getattr(record, "celery_process", POOL_PROCESS)
+            if record.name == "redis_lock.acquire" and str(record.msg).startswith("Acquired Lock"):
+                truth.note("lock_acquired")
+                truth.note("job_started")
+            elif record.name == "redis_lock.refresh.thread" and str(record.msg).startswith("Refreshing"):
+                # the EXTEND goes out right after this line: its moment anchors the renewed lease
+                REFRESH_SENT[0] = mono_ms()
             return True
 
     handler = logging.FileHandler(path, encoding="utf-8")
@@ -93,15 +104,15 @@ def traced_lock(truth: Truth) -> type[redis_lock.Lock]:
             except redis.RedisError:
                 truth.note("lease_renewal", renewalOutcome="error")
                 raise
-            truth.note("lease_renewal", renewalOutcome="success")
+            truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="success")
 
     return TracedLock
 
 
 def run(a: argparse.Namespace) -> int:
-    celery_logging(Path(a.log))
-    trace = logging.getLogger("celery.app.trace")
     truth = Truth(Path(a.truth))
+    celery_logging(Path(a.log), truth)
+    trace = logging.getLogger("celery.app.trace")
     coord: Any = redis.Redis.from_url(a.redis, socket_timeout=COORDINATION_TIMEOUT_S)
     conn: Any = redis.StrictRedis.from_url(a.redis)
     lock_class = traced_lock(truth)
@@ -130,8 +141,6 @@ def run(a: argparse.Namespace) -> int:
             # a task that polls the lock (non-blocking) and gives up: "Failed to acquire" at every tick
             for _ in range(a.tries):
                 if lock.acquire(blocking=False):
-                    truth.note("lock_acquired")
-                    truth.note("job_started")
                     lock.release()
                     truth.note("lock_released", released=True)
                     break
@@ -141,10 +150,7 @@ def run(a: argparse.Namespace) -> int:
             trace.info(LOG_SUCCESS, {**ctx, "runtime": time.monotonic() - began, "return_value": None})
             mark(f"done:{a.role}")
             return 0
-        sent = mono_ms()
-        lock.acquire(blocking=True)
-        truth.note("lock_acquired", sentMonoMs=round(sent, 3))
-        truth.note("job_started")
+        lock.acquire(blocking=True)  # the truth notes the acquisition at the library's "Acquired" line
         mark(f"started:{a.role}")
         deadline = mono_ms() + a.work_ms
         while mono_ms() < deadline:
