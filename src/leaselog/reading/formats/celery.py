@@ -6,6 +6,7 @@ before the message. Both leave `datefmt` unset (`worker_log_datefmt`/`worker_tas
 None), so `asctime` is Python logging's default: local time `2026-12-01 10:00:00,123`, no zone (read as
 UTC unless --timezone says otherwise). `processName` is `MainProcess` for the consumer and
 `ForkPoolWorker-N` for a prefork pool process: it goes to `processName` (the execution's thread).
+`key=value` pairs in a message (an application's own lease fields) become fields, as in console lines.
 A traceback follows an error record as `Traceback (most recent call last):`, indented frames and the
 exception's line: continuations.
 """
@@ -16,6 +17,7 @@ import re
 from typing import Any
 
 from leaselog.reading.formats._common import Malformed, Record, decode
+from leaselog.reading.formats.console import key_value_pairs
 
 Obj = dict[str, Any] | None
 
@@ -44,6 +46,10 @@ def celery_record(text: str) -> Record | None:
         rec["celery.task_name"] = t.group("task")
         rec["celery.task_id"] = t.group("id")
         rec["message"] = t.group("msg")
+    # an application's lease fields as `key=value` pairs in the message (structlog's KeyValueRenderer,
+    # printf): fields, last wins
+    if "=" in rec["message"]:
+        key_value_pairs(rec["message"], rec)
     return rec
 
 
