@@ -320,7 +320,8 @@ def _matches(e: Expected, f: dict[str, Any], job: str) -> bool:
         return set(ids) == set(e.eids)
     if k == "duplicate_effect":
         return f.get("jobId") == job
-    if k == "crash_takeover":
+    if k in ("crash_takeover", "lease_outlived"):
+        # the execution the finding is about comes first (lease_outlived names the one that took over next)
         return ids[:1] == [e.eids[0]]
     if k == "second_attempt":
         return ids[-1:] == [e.eids[0]]
