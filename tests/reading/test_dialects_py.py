@@ -133,3 +133,35 @@ def test_joins_leave_empty_and_foreign_frames_alone() -> None:
         assert j(frame([])).is_empty()
         other = frame([{"dialect": None, "event": "lock_acquired", "job_id": "x"}])
         assert j(other).equals(other)
+
+
+@pytest.mark.parametrize(
+    ("good", "bad"),
+    [
+        (
+            "[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Acquired Lock('lock:report-42').",
+            "[2026-12-01 10:00:00,1: INFO ForkPoolWorker-1 Acquired Lock('lock:report-42').",
+        ),
+        (
+            "I1201 10:00:00.223456       1 leaderelection.go:260] successfully acquired lease kube-system/c",
+            "I1201 10:00:00.223456 leaderelection.go successfully acquired lease kube-system/c",
+        ),
+    ],
+    ids=["celery", "klog"],
+)
+def test_a_malformed_line_is_located_and_its_neighbours_read(tmp_path: Any, good: str, bad: str) -> None:
+    from leaselog.config import Settings
+    from leaselog.events import FieldMapper
+    from leaselog.reading.reader import Reader
+    from leaselog.reading.sources import expand_sources
+
+    path = tmp_path / "pod-a.2026-12-01.log"
+    later = good.replace("10:00:00", "10:00:05")  # (an identical line would be a duplicate)
+    path.write_text("\n".join([good, bad, later]) + "\n", encoding="utf-8")
+    sources, _ = expand_sources([str(path)])
+    got = Reader(FieldMapper(Settings())).read(sources)
+    report = got.inputs[0]
+    assert report.malformed == 1 and [m[1] for m in got.malformed] == [2]
+    assert got.raw["line"].to_list() == [1, 3]
+    assert got.raw["event"].to_list() == ["lock_acquired", "lock_acquired"]
+    assert got.raw["ts"].to_list()[0].startswith("2026-12-01T10:00:00.")

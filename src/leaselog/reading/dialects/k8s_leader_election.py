@@ -165,7 +165,7 @@ SAMPLES = (
         {"job_id": "kube-system/report-controller"},
     ),
     Sample(
-        '{"ts":1764583200223.456,"caller":"leaderelection/leaderelection.go:258","msg":"Attempting to '
+        '{"ts":1796119200223.456,"caller":"leaderelection/leaderelection.go:258","msg":"Attempting to '
         'acquire leader lease...","v":0,"lock":"kube-system/report-controller"}',
         "job_triggered",
         {"job_id": "kube-system/report-controller"},
