@@ -207,7 +207,7 @@ DIALECT = Dialect(
         "celery 5.7.0 celery/worker/strategy.py (task received)",
         "python-redis-lock 4.0.0 and 3.7.0 redis_lock/__init__.py (NotAcquired)",
     ),
-    needles=("Task ",),
+    needles=("] received", "] succeeded in ", "] raised ", "] retry: "),
     rules=RULES,
     samples=SAMPLES,
     loggers=("celery.app.trace", "celery.worker.strategy"),
