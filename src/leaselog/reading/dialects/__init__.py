@@ -44,6 +44,9 @@ class Rule:
     job_from_thread: bool = False
     # `job_id` is a list of names (`a, b`): one event per name
     job_list: bool = False
+    # events the same line also says, logged right before the rule's own (ShedLock's `Locked` and `Not
+    # executing` are each a scheduler tick: `job_triggered` with the rule's `trigger`)
+    also: tuple[str, ...] = ()
     # canonical field -> record keys to read it from when the message has no group for it: structured
     # loggers put the lock's name beside the message (klog's `lock="ns/name"`, JSON's `"lock": ...`)
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
