@@ -203,10 +203,12 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 raise ReproduceError(f"pod-{role.lower()} did not finish{_tail(scratch)}") from e
             if rc not in (0, -signal.SIGKILL):
                 raise ReproduceError(f"pod-{role.lower()} exited with {rc}{_tail(scratch)}")
+        # in time order (a moment noted with the time of the line that announced it comes in late)
         moments = {
-            f.name.removesuffix(".truth.jsonl"): [
-                json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()
-            ]
+            f.name.removesuffix(".truth.jsonl"): sorted(
+                (json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()),
+                key=lambda m: float(m["monoMs"]),
+            )
             for f in sorted(scratch.glob("*.truth.jsonl"))
         }
     finally:

@@ -41,6 +41,8 @@ LOG_FAILURE = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
 TASK_NAME = "reports.render"
 # when the renewal thread last logged "Refreshing" (one renewal thread per pod)
 REFRESH_SENT: list[float | None] = [None]
+# when the task last logged "Releasing"
+RELEASE_SENT: list[float | None] = [None]
 
 
 class Truth:
@@ -76,6 +78,8 @@ def celery_logging(path: Path, truth: Truth) -> logging.Handler:
             elif record.name == "redis_lock.refresh.thread" and str(record.msg).startswith("Refreshing"):
                 # the EXTEND goes out right after this line: its moment anchors the renewed lease
                 REFRESH_SENT[0] = mono_ms()
+            elif record.name == "redis_lock.release" and str(record.msg).startswith("Releasing"):
+                RELEASE_SENT[0] = mono_ms()  # the UNLOCK goes out right after this line
             return True
 
     handler = logging.FileHandler(path, encoding="utf-8")
@@ -96,13 +100,13 @@ def traced_lock(truth: Truth) -> type[redis_lock.Lock]:
             try:
                 super().extend(expire)
             except redis_lock.NotAcquired:
-                truth.note("lease_renewal", renewalOutcome="rejected")
+                truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="rejected")
                 raise
             except redis.TimeoutError:
-                truth.note("lease_renewal", renewalOutcome="timeout")
+                truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="timeout")
                 raise
             except redis.RedisError:
-                truth.note("lease_renewal", renewalOutcome="error")
+                truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="error")
                 raise
             truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="success")
 
@@ -142,7 +146,7 @@ def run(a: argparse.Namespace) -> int:
             for _ in range(a.tries):
                 if lock.acquire(blocking=False):
                     lock.release()
-                    truth.note("lock_released", released=True)
+                    truth.note("lock_released", at=RELEASE_SENT[0], released=True)
                     break
                 truth.note("lock_denied")
                 time.sleep(a.poll_ms / 1000)
@@ -159,12 +163,12 @@ def run(a: argparse.Namespace) -> int:
         try:
             lock.release()
         except redis_lock.NotAcquired as e:
-            truth.note("lock_released", released=False)
+            truth.note("lock_released", at=RELEASE_SENT[0], released=False)
             truth.note("job_finished", status="error")
             ctx2 = {**ctx, "description": "raised unexpected", "exc": repr(e)}
             trace.error(LOG_FAILURE, ctx2, exc_info=(type(e), e, e.__traceback__))
         else:
-            truth.note("lock_released", released=True)
+            truth.note("lock_released", at=RELEASE_SENT[0], released=True)
             truth.note("job_finished", status="ok")
             runtime = time.monotonic() - began
             trace.info(LOG_SUCCESS, {**ctx, "runtime": runtime, "return_value": None})
