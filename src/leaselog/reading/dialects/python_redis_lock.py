@@ -108,7 +108,7 @@ SAMPLES = (
         "[2026-12-01 10:00:06,790: DEBUG/ForkPoolWorker-1] Refreshing Lock('lock:report-42').",
         "lease_renewal",
         {"job_id": "report-42", "renewal_outcome": "success"},
-        # the renewal thread's next line confirms the refresh (a lone one is only a sign of life)
+        # the renewal thread's next line confirms the refresh (a lone one has no outcome)
         after=("[2026-12-01 10:00:13,457: DEBUG/ForkPoolWorker-1] Refreshing Lock('lock:report-42').",),
     ),
     Sample(
