@@ -168,3 +168,37 @@ def test_shedlock_incident_in_json_layouts(tmp_path: Path, layout: str) -> None:
 
     assert a.line_totals()["malformed"] == 0 and {r.format for r in a.input_reports} == {layout}
     assert summary(a) == summary(console)
+
+
+def test_one_acquisition_logged_by_app_and_library_is_one_event(tmp_path: Path) -> None:
+    head = "2026-11-29T10:00:0{s}Z {lvl} 1 --- [report-service] [   scheduling-1] {lg:<40}: "
+    ex, app = "n.j.s.core.DefaultLockingTaskExecutor", "c.e.report.ReportJob"
+    (tmp_path / "pod-a.log").write_text(
+        "\n".join(
+            [
+                head.format(s="0.004", lvl="DEBUG", lg=ex)
+                + "Locked 'report', lock will be held at most until 2026-11-29T10:05:00.004Z",
+                head.format(s="0.006", lvl=" INFO", lg=app)
+                + "lock taken event=lock_acquired jobId=report leaseMs=300000",
+                head.format(s="5.000", lvl=" INFO", lg=app)
+                + "done event=lock_released jobId=report released=true",
+                head.format(s="5.002", lvl="DEBUG", lg=ex) + "Task finished, lock 'report' released",
+            ]
+        )
+        + "\n"
+    )
+    a = leaselog.analyze(str(tmp_path))
+    import polars as pl
+
+    ev = a.events.filter(pl.col("event").is_in(["lock_acquired", "lock_released"]))
+    assert ev["event"].to_list() == ["lock_acquired", "lock_released"]
+    assert ev["raw_event"].to_list() == ["lock_acquired", "lock_released"]  # the app's lines are kept
+    assert a.executions.height == 1
+
+
+def test_redis_lock_registry_without_lease_ttl_says_what_cannot_be_measured() -> None:
+    a = leaselog.analyze(str(SAMPLES / "spring-redis-lock-registry"))
+    (overlap,) = _by_kind(a)["overlapping_executions"]
+    assert overlap.duration_ms == 15_378  # the overlap needs no lease length
+    assert "lease_outlived" not in _by_kind(a)
+    assert "pass --lease-ttl" in overlap.message

@@ -131,3 +131,26 @@ def test_a_library_line_in_a_json_file_read_on_the_columnar_path(tmp_path: Path)
     assert (
         lib["job_id"] == "report" and lib["line"] == 11 and lib["lease_until"] == "2026-11-29T10:05:10.500Z"
     )
+
+
+def test_inspect_says_which_dialect_read_which_lines() -> None:
+    from leaselog.reading.inspect import inspect_file
+
+    sample = Path(__file__).resolve().parents[2] / "sample_logs" / "dialects" / "shedlock" / "pod-b.log"
+    ins = inspect_file(sample)
+    assert list(ins.dialect_lines) == ["shedlock"]
+    assert ins.dialect_lines["shedlock"][:3] == [7, 8, 9]  # after the banner and the start-up line
+    assert ins.to_dict()["dialects"]["shedlock"]["events"] == ins.report.dialects["shedlock"] > 0
+
+
+def test_formats_lists_the_dialects() -> None:
+    import io
+
+    from rich.console import Console
+
+    from leaselog.render.formats import render_formats
+
+    out = io.StringIO()
+    render_formats(Console(file=out, width=200))
+    text = out.getvalue()
+    assert all(d.name in text for d in DIALECTS)

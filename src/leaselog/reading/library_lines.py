@@ -28,6 +28,8 @@ _ALSO = {f"{d.name}/{r.name or r.event}": r.also for d in DIALECTS for r in d.ru
 
 
 def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
+    """`raw` with library rows settled; each stream's report accounts for the lines dropped (streams not
+    given: nothing is accounted, as when `leaselog watch` settles the rows it keeps)."""
     if "dialect" not in raw.columns or raw["dialect"].null_count() == raw.height:
         return raw
 
@@ -56,18 +58,20 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
         kept_lines = raw.filter(keep).select("file_index", "line").unique()
         reports = {st.index: st.report for st in streams}
         for file_index, n in dropped.group_by("file_index").len().iter_rows():
-            reports[file_index].events -= n
+            if file_index in reports:
+                reports[file_index].events -= n
         gone = (
             dropped.select("file_index", "line")
             .unique()
             .join(kept_lines, on=["file_index", "line"], how="anti")
         )
         for file_index, n in gone.group_by("file_index").len().iter_rows():
-            rep = reports[file_index]
-            rep.used -= n
-            rep.ignored += n
+            if file_index in reports:
+                reports[file_index].used -= n
+                reports[file_index].ignored += n
         for file_index, name, n in dropped.group_by("file_index", "dialect").len().iter_rows():
-            reports[file_index].dialects[name] -= n
+            if file_index in reports:
+                reports[file_index].dialects[name] -= n
         raw = raw.filter(keep)
     raw = raw.drop("_row")
     if (
@@ -101,14 +105,16 @@ def _also(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
         rows = raw.filter(label == name)
         for k, event in enumerate(events):
             # a record index of its own: never taken for a shipper's repeat of the line
-            extra.append(
-                rows.with_columns(pl.lit(event).alias("event"), pl.lit(-1 - k, pl.Int64).alias("dup_record"))
-            )
+            added_row = rows.with_columns(pl.lit(event).alias("event"))
+            if "dup_record" in rows.columns:
+                added_row = added_row.with_columns(pl.lit(-1 - k, pl.Int64).alias("dup_record"))
+            extra.append(added_row)
     added = pl.concat(extra) if extra else raw.clear()
     if added.is_empty():
         return raw
     reports = {st.index: st.report for st in streams}
     for file_index, n in added.group_by("file_index").len().iter_rows():
-        reports[file_index].events += n
+        if file_index in reports:
+            reports[file_index].events += n
     # each added event right before the line's own (a stable sort by file and line keeps that order)
     return pl.concat([added, raw]).sort("file_index", "line", maintain_order=True)

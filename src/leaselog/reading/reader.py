@@ -135,6 +135,7 @@ class Reader:
         *,
         columnar: bool = True,
         keep_fields: bool = True,
+        settle_library: bool = True,
     ) -> None:
         self.mapper = mapper
         self.forced_format = forced_format
@@ -142,6 +143,9 @@ class Reader:
         self.columnar = columnar  # False forces the per-line path everywhere (tests compare the two)
         # False leaves `fields` (each event's line or record as JSON, the biggest column by far) null
         self.keep_fields = keep_fields
+        # False keeps lock-library rows as read (`library_lines`): a caller reading an input in chunks
+        # (`leaselog watch`) settles them over every chunk at once
+        self.settle_library = settle_library
         settings = mapper.settings
         self.max_line_bytes: int = getattr(settings, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES
         self.log_date: str | None = getattr(settings, "log_date", None)
@@ -175,7 +179,9 @@ class Reader:
         self.line_text, self.record_index = [], []
         raw = pl.concat([lists, *self.frames], how="vertical") if self.frames else lists
         self.frames = []
-        raw = post_process(settle_library_rows(raw, self._streams), self._streams)
+        if self.settle_library:
+            raw = settle_library_rows(raw, self._streams)
+        raw = post_process(raw, self._streams)
         return ReadResult(raw, inputs, self.malformed)
 
     def _bad(self, report: InputReport, line_no: int, reason: str, count: int = 1) -> None:

@@ -2,9 +2,11 @@
 finding, a timeline for every job with an error finding, the fleet overview, and the inputs with provenance.
 
 One file, offline: plotly.js (its basic bundle, vendored in assets/: the figures use bars and scatter traces
-only) is inlined once, every figure is a JSON block drawn when it scrolls into view, or all of them before
-printing. A Content-Security-Policy forbids any network request. Log text is untrusted: everything put into
-HTML is escaped, and the embedded JSON escapes `<`, `>` and `&` so no log line can close the script element.
+only) is inlined once, with one compressed columnar table of what the timelines show (timeline_table.py);
+the page draws a job's timeline from it when it scrolls into view, or every shown one before printing. A
+Content-Security-Policy forbids any network request. Log text is untrusted: everything put into HTML is
+escaped, the embedded JSON escapes `<`, `>` and `&` so no log line can close the script element, and the
+page escapes the table's text before plotly sees it.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import polars as pl
 
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, iso
-from leaselog.render.figures import overview_spec, timeline_spec
+from leaselog.render.figures import overview_spec
 from leaselog.render.html_findings import findings_section
 from leaselog.render.html_parts import e
 from leaselog.render.html_sections import inputs_section, job_article, overview_section, timelines_section
 from leaselog.render.html_summary import SUMMARY_ROWS, advice, summary_rows, summary_table
+from leaselog.render.timeline_table import encode_table, figure_height, panel_clocks, timeline_table
 from leaselog.version import VERSION
 
 if TYPE_CHECKING:
@@ -163,9 +166,16 @@ def write_report(
     by_job: dict[str | None, list[Finding]] = defaultdict(list)
     for f in a.finding_list:
         by_job[f.job_id].append(f)
-    figures = _timeline_specs(a, drawn, by_job)
-    refs: list[list[Any]] = []  # per listed finding: [timeline index, x0, x1, xref] or [-1]
-    listed = findings_section(a.finding_list, jobs, by_job, job_index, figures, refs)
+    heights = figure_height(a, drawn)
+    refs: list[
+        list[Any]
+    ] = []  # per listed finding: [timeline index, its index in the job's findings] or [-1]
+    listed = findings_section(a.finding_list, jobs, by_job, job_index, panel_clocks(a, drawn), refs)
+    data = {
+        "overview": overview_spec(a.executions, findings),
+        "findings": refs,
+        "table": encode_table(timeline_table(a, drawn)),
+    }
 
     facts, hash_note = file_facts([r.path for r in a.input_reports])
     parts = [
@@ -173,23 +183,17 @@ def write_report(
         _header(a, command),
         '<main id="main"><section id="summary"><h2>Incident summary</h2>',
         summary_table(summary_rows(findings, a.executions, jobs[:SUMMARY_ROWS]), len(jobs), job_index),
-        job_article(0, drawn[0], by_job[drawn[0]], figures[0]) if drawn else "",
+        job_article(0, drawn[0], by_job[drawn[0]], heights[0]) if drawn else "",
         advice(findings),
         "</section>\n",
         listed,
-        timelines_section(drawn, 1, by_job, figures, _timeline_note(len(drawn), n_error, len(jobs))),
+        timelines_section(drawn, 1, by_job, heights, _timeline_note(len(drawn), n_error, len(jobs))),
         overview_section(a, job_index),
         inputs_section(a, facts, hash_note),
         "</main>\n",
         f"<script>{_asset(PLOTLY_BUNDLE)}</script>\n",
-        f'<script type="application/json" id="leaselog-data">'
-        f"{embed_json({'overview': overview_spec(a.executions, findings), 'findings': refs})}</script>\n",
-        # one block per figure, parsed only when its timeline is drawn
-        *(
-            f'<script type="application/json" id="fig-{k}">{embed_json(fig)}</script>\n'
-            for k, fig in enumerate(figures)
-        ),
-        f"<script>{_asset('report.js')}</script>\n</body>\n</html>\n",
+        f'<script type="application/json" id="leaselog-data">{embed_json(data)}</script>\n',
+        f"<script>{_asset('timeline.js')}\n{_asset('report.js')}</script>\n</body>\n</html>\n",
     ]
     Path(path).write_text("".join(parts), encoding="utf-8")
 
@@ -211,30 +215,6 @@ def _timeline_note(drawn: int, n_error: int, total: int) -> str:
         " shading = overlapping executions, arrow = why a second attempt could acquire. Times are UTC. Hover a"
         " marker for the raw log fields and file:line; click it to keep them shown."
     )
-
-
-def _timeline_specs(
-    a: Analysis, shown: list[str], by_job: dict[str | None, list[Finding]]
-) -> list[dict[str, Any]]:
-    if not shown:
-        return []
-    # filter once and split, instead of scanning the whole events frame per job
-    sel = pl.col("job_id").is_in(shown)
-    ev = a.events.filter(sel).partition_by("job_id", as_dict=True)
-    ex = a.executions.filter(sel).partition_by("job_id", as_dict=True)
-    rn = a.renewals.filter(sel).partition_by("job_id", as_dict=True) if a.renewals.height else {}
-    empty_ev, empty_ex = a.events.clear(), a.executions.clear()
-    return [
-        timeline_spec(
-            job,
-            ex.get((job,), empty_ex),
-            ev.get((job,), empty_ev),
-            by_job.get(job, []),
-            rn.get((job,)),
-            title=False,
-        )
-        for job in shown
-    ]
 
 
 def _head() -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding
 from leaselog.render.html_parts import badge, e, job_link, when
+from leaselog.render.timeline_table import finding_panel
 
 __all__ = ["EVIDENCE_SHOWN", "findings_section"]
 
@@ -22,10 +23,12 @@ def findings_section(
     jobs: list[str],
     by_job: dict[str | None, list[Finding]],
     job_index: dict[str, int],
-    figures: list[dict[str, Any]],
+    clocks: dict[str, tuple[frozenset[str], frozenset[str]]],
     refs: list[list[Any]],
 ) -> str:
-    """`refs` gets, per listed finding, `[timeline index, x0, x1, xref]` (or `[-1]` when not drawn)."""
+    """`refs` gets, per listed finding, `[timeline index, index among its job's findings]` (or `[-1]` when
+    its timeline does not show it). `clocks` has each drawn job's executions on the wall clock and on the
+    log-order timeline (the panels of its timeline)."""
     out = ['<section id="findings"><h2>Findings</h2>']
     if not findings:
         out.append(
@@ -71,15 +74,11 @@ def findings_section(
         )
         for i, f in enumerate(fs):
             fid = len(refs)
-            # where the timeline drew this finding: [xref, x0, x1] from the figure's own meta
-            drawn: list[Any] | None = figures[k]["layout"]["meta"]["findings"][i] if k is not None else None
-            wall = True
-            if k is not None and drawn is not None:
-                wall = figures[k]["layout"]["xaxis" + drawn[0][1:]].get("type") == "date"
-                refs.append([k, drawn[1], drawn[2], drawn[0]])
-            else:
-                refs.append([-1])
-            out.append(_item(f, fid, k if drawn is not None else None, wall))
+            # the timeline draws a finding with a start in the panel of the executions it is about
+            panel = finding_panel(f.execution_ids, clocks[job]) if k is not None and job is not None else None
+            drawn = panel is not None and f.start is not None
+            refs.append([k, i] if drawn else [-1])
+            out.append(_item(f, fid, k if drawn else None, panel is not False))
         out.append("</ol></div>")
     out.append("</div></section>\n")
     return "\n".join(out)

@@ -4,7 +4,7 @@ away, problem files flagged, with their sizes and SHA-256)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -21,16 +21,16 @@ MAX_MALFORMED_LISTED = 50
 TOP_JOBS = 15
 
 
-def job_article(k: int, job: str, fs: list[Finding], figure: dict[str, Any]) -> str:
-    """One job's timeline, drawn by report.js when it comes near the viewport (or when printing)."""
+def job_article(k: int, job: str, fs: list[Finding], height: int) -> str:
+    """One job's timeline, drawn by report.js when it comes near the viewport (or when printing); `height`
+    holds its space until then."""
     codes = Counter(f.code for f in fs)
     summary = ", ".join(f"{c}×{n}" if n > 1 else c for c, n in sorted(codes.items()))
     worst = min((f.severity for f in fs), key=lambda s: SEVERITY_RANK[s], default="info")
-    h = int(figure["layout"].get("height", 300))
     return (
         f'<article class="job sev-{e(worst)}" id="job-{k}" data-job="{e(job)}">'
         f'<h3>{badge(worst)} {e(job)} <span class="dim">{e(summary)}</span></h3>'
-        f'<div class="plot timeline" id="plot-{k}" data-fig="{k}" style="height:{h}px"'
+        f'<div class="plot timeline" id="plot-{k}" data-fig="{k}" style="height:{height}px"'
         f' role="img" tabindex="0" aria-label="lease timeline of {e(job)}; arrow keys step through its events,'
         f' + and - zoom, 0 resets"></div></article>'
     )
@@ -40,12 +40,12 @@ def timelines_section(
     jobs: list[str],
     first: int,
     by_job: dict[str | None, list[Finding]],
-    figures: list[dict[str, Any]],
+    heights: list[int],
     note: str,
 ) -> str:
     """The timelines from `first` on (the worst job's is on the first screen already)."""
     out = ['<section id="timelines"><h2>Timelines</h2>', f'<p class="note" id="timeline-note">{note}</p>']
-    out += [job_article(k, jobs[k], by_job.get(jobs[k], []), figures[k]) for k in range(first, len(jobs))]
+    out += [job_article(k, jobs[k], by_job.get(jobs[k], []), heights[k]) for k in range(first, len(jobs))]
     out.append("</section>\n")
     return "\n".join(out)
 

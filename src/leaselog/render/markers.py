@@ -25,7 +25,19 @@ from leaselog.render.plotting import (
     wrap,
 )
 
-__all__ = ["MARKERS", "event_traces", "finding_labels", "finding_traces", "finding_y"]
+__all__ = [
+    "DETAIL_COLUMNS",
+    "MARKERS",
+    "MAX_FIELDS_CHARS",
+    "MAX_MARKERS",
+    "MAX_SPREAD",
+    "SPREAD_STEP",
+    "event_traces",
+    "finding_labels",
+    "finding_traces",
+    "finding_y",
+    "with_late",
+]
 
 MAX_FIELDS_CHARS = 1200  # raw fields shown in a hover; longer records are cut (file:line points to the rest)
 MAX_MARKERS = 2000  # event markers per timeline panel before routine ones are thinned
@@ -67,11 +79,7 @@ def event_traces(
     """
     if events.height == 0:
         return []
-    ev = events.filter(pl.col("execution_id").is_in(list(lanes)))
-    if renewals is not None and renewals.height and "late" in renewals.columns:
-        ev = ev.join(renewals.select("seq", "late"), on="seq", how="left")
-    else:
-        ev = ev.with_columns(pl.lit(False).alias("late"))
+    ev = with_late(events.filter(pl.col("execution_id").is_in(list(lanes))), renewals)
     if ev.height > MAX_MARKERS:
         routine = (
             (pl.col("event") == "lease_renewal")
@@ -134,6 +142,14 @@ def event_traces(
     return out
 
 
+def with_late(events: pl.DataFrame, renewals: pl.DataFrame | None) -> pl.DataFrame:
+    """`events` with the `late` flag of each renewal (a success past its deadline is drawn as late)."""
+    if renewals is not None and renewals.height and "late" in renewals.columns:
+        joined = events.join(renewals.select("seq", "late"), on="seq", how="left")
+        return joined.drop("late_right", strict=False)
+    return events.with_columns(pl.lit(False).alias("late"))
+
+
 class _Marks:
     """The markers of one trace, gathered a row at a time."""
 
@@ -163,7 +179,7 @@ class _Marks:
         }
 
 
-_DETAIL_COLUMNS = (
+DETAIL_COLUMNS = (
     "renewal_outcome",
     "latency_ms",
     "lease_ms",
@@ -190,7 +206,7 @@ def _columns(axis: Axis) -> list[pl.Expr]:
     detail = pl.concat_str(
         [
             pl.when(pl.col(c).is_not_null()).then(pl.format(f"{c}=" + "{}", esc_expr(pl.col(c))))
-            for c in _DETAIL_COLUMNS
+            for c in DETAIL_COLUMNS
         ],
         separator=" ",
         ignore_nulls=True,

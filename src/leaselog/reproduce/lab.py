@@ -19,12 +19,14 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import redis
 
+from leaselog.reproduce.layouts import with_layout
+from leaselog.reproduce.plan import Plan, PodPlan
 from leaselog.reproduce.pod import GROUP, keys, marker, mono_ms, signal_list
 from leaselog.reproduce.server import RedisTarget, ReproduceError
 from leaselog.reproduce.shapes import SHAPES
@@ -54,56 +56,6 @@ runpy.run_module("leaselog.reproduce.worker", run_name="__main__", alter_sys=Tru
 """
 WAIT_S = 60.0
 CLOSE = "closed"
-
-
-@dataclass(frozen=True)
-class PodPlan:
-    role: str  # A, B, C...: A takes the first message and acquires first
-    path: str  # "first" or the trigger path of a later attempt (PATHS)
-    fire_ms: int | None  # when the harness fires this pod's trigger, from A's start (None: redelivery)
-    on_denied: str  # exit | wait | wait-silent
-    units: int
-    clock_offset_ms: int
-    dies_after_trigger: bool = False  # killed between its job_triggered and the lock
-
-    @property
-    def pod(self) -> str:
-        return f"pod-{self.role.lower()}"
-
-    @property
-    def execution_id(self) -> str:
-        return f"attempt-{self.role.lower()}"
-
-
-@dataclass(frozen=True)
-class Plan:
-    seed: int
-    index: int
-    lease_ms: int
-    renew: bool
-    renewal_ms: int
-    margin_ms: int
-    op_timeout_ms: int
-    renew_retry_ms: int  # 0: stop at the first failed renewal
-    completion: str  # fenced | idempotent | plain | none
-    ignore_stop: bool
-    fault: str
-    fault_at_ms: int  # from A's start
-    fault_ms: int
-    shape: str
-    pods: tuple[PodPlan, ...] = field(default_factory=tuple)
-
-    @property
-    def name(self) -> str:
-        return f"run-{self.seed}-{self.index:04d}"
-
-    def describe(self) -> str:
-        paths = ",".join(p.path for p in self.pods[1:])
-        life = f"renew {self.renewal_ms}ms" if self.renew else "no renewal"
-        return (
-            f"ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
-            f"@{self.fault_at_ms}ms/{self.fault_ms}ms, {self.completion}, shape {self.shape}"
-        )
 
 
 def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
@@ -150,7 +102,7 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
             )
         )
     names = shapes or tuple(SHAPES)
-    return Plan(
+    plan = Plan(
         seed=seed,
         index=index,
         lease_ms=lease,
@@ -167,17 +119,14 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
         shape=rng.choice(names),
         pods=tuple(pods),
     )
+    # drawn apart, so that the runs that keep one execution per pod draw what they always drew
+    return with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
 
 
 def _offset(rng: random.Random) -> int:
     if rng.random() < 0.5:
         return 0
     return rng.choice((-1, 1)) * rng.choice((5, 20, 50, 100))
-
-
-def plan_from_dict(d: dict[str, Any]) -> Plan:
-    pods = tuple(PodPlan(**p) for p in d["pods"])
-    return Plan(**{**d, "pods": pods})
 
 
 # -- playing a plan ------------------------------------------------------------------------------
@@ -196,10 +145,11 @@ class _Run:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.faults: list[dict[str, Any]] = []
         self.fired: list[dict[str, Any]] = []
+        self.lost: dict[str, int] = {}  # attempts of a killed pod that will never be done
         self.acl_user = f"leaselog-lab-{self.run_id}-a"
         self.acl_password = uuid.uuid4().hex
 
-    def spawn(self, p: PodPlan) -> None:
+    def spawn(self, p: PodPlan, runs_before: int = 0) -> None:
         plan = self.plan
         here = Path(__file__).resolve().parent
         launch = LAUNCH.format(pkg=str(here.parent), sub=str(here))
@@ -224,7 +174,11 @@ class _Run:
             "--truth",
             str(self.scratch / f"{p.pod}.truth.jsonl"),
             "--trigger",
-            PATH_TRIGGER[p.path],
+            p.threads[0] if p.threads else PATH_TRIGGER[p.path],
+            "--path",
+            p.path,
+            "--id-style",
+            plan.id_style,
             "--claim-idle-ms",
             str(plan.lease_ms),
             "--close-marker",
@@ -268,6 +222,12 @@ class _Run:
                 args += ["--redis-user", self.acl_user, "--redis-password", self.acl_password]
         if p.dies_after_trigger:
             args.append("--die-after-trigger")
+        if p.threads:
+            args += ["--threads", ",".join(p.threads), "--runs", "99"]
+        if p.units_list:
+            args += ["--units-list", ",".join(str(u) for u in p.units_list)]
+        if runs_before:
+            args += ["--runs-before", str(runs_before)]
         if p.path == "duplicate_publish":
             args += ["--start-after", "triggered:A"]
         err = (self.scratch / f"{p.pod}.stderr").open("wb")
@@ -312,6 +272,44 @@ class _Run:
             self.client.xadd(self.k["stream"], {"jobId": self.job_id, "report": "monthly-revenue"})
         self.fired.append({"role": p.role, "path": p.path, "mono": round(before, 3)})
 
+    def tick(self, p: PodPlan) -> None:
+        """The pod's own scheduler fires (a tick the pod takes when one of its threads is free)."""
+        now = time.time_ns() // 1_000_000
+        self.client.rpush(f"{self.k['tick']}:{p.pod}", str(now))
+        self.fired.append({"role": p.role, "path": "tick", "mono": round(mono_ms(), 3)})
+
+    def count(self, name: str) -> int:
+        return int(self.client.llen(signal_list(self.prefix, name)))
+
+    def up(self) -> None:
+        """Every pod has started (its first line is written): its scheduler can fire."""
+        end = time.monotonic() + WAIT_S
+        for p in self.plan.pods:
+            log = self.out / f"{p.pod}.jsonl"
+            while not (log.exists() and log.stat().st_size):
+                if time.monotonic() > end:
+                    raise ReproduceError(f"{p.pod} never came up{self.stderr_tail()}")
+                time.sleep(0.02)
+
+    def settle(self) -> None:
+        """Wait until every live pod has taken each tick it got and finished each attempt it began."""
+        end = time.monotonic() + WAIT_S
+        while time.monotonic() < end:
+            busy = [
+                p.pod
+                for p in self.plan.pods
+                if self.procs[p.role].poll() is None
+                and (
+                    self.count(f"done:{p.role}") + self.lost.get(p.role, 0)
+                    < self.count(f"triggered:{p.role}")
+                    or self.client.llen(f"{self.k['tick']}:{p.pod}")
+                )
+            ]
+            if not busy:
+                return
+            time.sleep(0.05)
+        raise ReproduceError(f"pods still busy after {WAIT_S:.0f}s{self.stderr_tail()}")
+
     def fault_start(self) -> None:
         plan, a = self.plan, self.procs["A"]
         f: dict[str, Any] = {"kind": plan.fault, "role": "A", "plannedMs": plan.fault_ms}
@@ -326,6 +324,14 @@ class _Run:
             os.kill(a.pid, signal.SIGKILL)
             f["startMono"] = f["endMono"] = mono_ms()
             a.wait(timeout=10)
+            if plan.layout == "scheduled":
+                # the pod is restarted (its scheduler fires on; its id counter starts again at 1); the
+                # attempt it was killed in will never be done
+                truth = self.scratch / f"{plan.pods[0].pod}.truth.jsonl"
+                began = {json.loads(x)["run"] for x in truth.read_text(encoding="utf-8").splitlines() if x}
+                self.lost["A"] = self.count("triggered:A") - self.count("done:A")
+                f["restarted"] = True
+                self.spawn(plan.pods[0], runs_before=len(began))
         elif plan.fault == "stall":
             f["startMono"] = mono_ms()
             self.client.client_pause(plan.fault_ms, all=True)
@@ -354,6 +360,9 @@ class _Run:
         for i, p in enumerate(plan.pods[1:]):
             if p.fire_ms is not None:
                 actions.append((p.fire_ms, i, lambda p=p: self.fire(p)))
+        for i, p in enumerate(plan.pods):
+            for tick_at in p.ticks_ms:
+                actions.append((tick_at, 50 + i, lambda p=p: self.tick(p)))
         if plan.fault in ("pause", "stall", "crash", "netcut"):
             actions.append((plan.fault_at_ms, 100, self.fault_start))
             if plan.fault != "crash":
@@ -414,14 +423,25 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
         run.client.xadd(run.k["stream"], {"jobId": run.job_id, "report": "monthly-revenue"})
         for p in plan.pods:
             run.spawn(p)
-        run.wait_signal("started:A")
-        t0 = mono_ms()
-        run.timeline(t0)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            run.procs["A"].wait(timeout=WAIT_S)
+        if plan.layout == "pods":
+            run.wait_signal("started:A")
+            t0 = mono_ms()
+            run.timeline(t0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                run.procs["A"].wait(timeout=WAIT_S)
+        else:
+            # pods that run several executions stay up until closed: wait until they are idle
+            if any(p.ticks_ms for p in plan.pods):
+                run.up()
+            else:
+                run.wait_signal("started:A")
+            run.timeline(mono_ms())
+            run.settle()
         # a redelivery needs the first message idle for a lease; a fired trigger a moment to be taken
-        redelivery = any(p.path == "redelivery" for p in plan.pods)
+        redelivery = any(p.path == "redelivery" or "claim" in p.threads for p in plan.pods)
         time.sleep(((plan.lease_ms if redelivery else 0) + 300) / 1000)
+        if plan.layout != "pods":
+            run.settle()
         run.client.set(marker(run.prefix, CLOSE), "1", ex=600)
         for role, proc in run.procs.items():
             try:

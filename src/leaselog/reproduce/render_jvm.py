@@ -183,6 +183,21 @@ def render(library: str, rows: list[Row]) -> list[str]:
 
 
 def facts(library: str, rows: list[Row]) -> list[dict[str, Any]]:
-    """The same pod's rows reduced to what `library`'s lines say, as flat rows."""
+    """The same pod's rows reduced to what `library`'s lines say, as flat rows. ShedLock's acquisitions
+    and denials are each a scheduler tick as well (its dialect reads them so)."""
     reduce = LIBRARIES[library][1]
-    return [f for r in _with_lease(rows) if (f := reduce(r)) is not None]
+    out: list[dict[str, Any]] = []
+    for r in _with_lease(rows):
+        f = reduce(r)
+        if f is None:
+            continue
+        if library == "shedlock" and f["event"] in ("lock_acquired", "lock_denied"):
+            out.append(
+                {
+                    **{k: f[k] for k in ("ts", "pod", "jobId", "thread")},
+                    "event": "job_triggered",
+                    "trigger": "scheduler",
+                }
+            )
+        out.append(f)
+    return out

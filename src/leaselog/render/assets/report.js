@@ -1,5 +1,5 @@
 // leaselog report: draws the first timeline at once and the others as they come near the viewport (all of
-// them, at page width, before printing); filters and the job search drive the findings list and the
+// them, at page width, before printing), each from the report's columnar table (timeline.js); filters and the job search drive the findings list and the
 // timelines, and live in the URL fragment (#kind=..&sev=..&job=..&from=..&to=..) so Back and shared links
 // work; "show on timeline" marks the finding's moment; a click on a marker keeps its raw fields shown.
 (function () {
@@ -8,18 +8,31 @@
   var config = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
   var PRINT_WIDTH = 700;  // CSS px across an A4 page inside 12 mm margins
 
+  // the timelines' table: gzip-compressed JSON in base64, unpacked once, when the first timeline is drawn
+  var tablePromise = null;
+  function table() {
+    if (!tablePromise) {
+      var bin = atob(data.table), bytes = new Uint8Array(bin.length);
+      for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      tablePromise = new Response(stream).json();
+    }
+    return tablePromise;
+  }
   function spec(div) {
     var k = div.getAttribute("data-fig");
-    if (k === "overview") { return data.overview; }
-    var block = document.getElementById("fig-" + k);
-    return JSON.parse(block.textContent);
+    if (k === "overview") { return Promise.resolve(data.overview); }
+    return table().then(function (t) { return leaselogTimeline.spec(t, +k); });
   }
   function render(div, width) {
     if (div._leaselog) { return div._leaselog; }
-    var s = spec(div);
-    var layout = s.layout;
-    if (width) { layout = Object.assign({}, layout, {width: width}); }
-    div._leaselog = Plotly.newPlot(div, s.data, layout, config).then(function () {
+    div._leaselog = spec(div).then(function (s) {
+      div._spec = s;
+      var layout = s.layout;
+      if (width) { layout = Object.assign({}, layout, {width: width}); }
+      if (layout.height) { div.style.height = layout.height + "px"; }
+      return Plotly.newPlot(div, s.data, layout, config);
+    }).then(function () {
       div.setAttribute("data-rendered", "1");
       if (div.getAttribute("data-fig") === "overview") {
         div.on("plotly_click", overviewClick);
@@ -116,11 +129,14 @@
     } else if (ev.key === "-") {
       zoom(div, 2);
     } else if (ev.key === "0") {
-      var s = spec(div), update = {};
-      Object.keys(s.layout).filter(function (k) { return /^xaxis\d*$/.test(k); }).forEach(function (k) {
-        update[k + ".range"] = s.layout[k].range;
+      // a fresh figure's ranges: plotly keeps the drawn layout's up to date as it zooms
+      spec(div).then(function (s) {
+        var update = {};
+        Object.keys(s.layout).filter(function (k) { return /^xaxis\d*$/.test(k); }).forEach(function (k) {
+          update[k + ".range"] = s.layout[k].range;
+        });
+        Plotly.relayout(div, update);
       });
-      Plotly.relayout(div, update);
     } else {
       return;
     }
@@ -139,12 +155,15 @@
     art.classList.remove("hidden");
     if (scroll) { art.scrollIntoView({block: "start"}); }
     return render(div).then(function () {
+      // where the figure drew the finding: [xref, x0, x1]
+      var at = div._spec.layout.meta.findings[ref[1]];
+      if (!at) { return; }
       var base = (div.layout.shapes || []).filter(function (s) { return s.name !== "highlight"; });
-      var xref = ref[3], yref = "y" + xref.slice(1) + " domain";
-      var mark = ref[1] === ref[2]
-        ? {type: "line", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+      var xref = at[0], yref = "y" + xref.slice(1) + " domain";
+      var mark = at[1] === at[2]
+        ? {type: "line", xref: xref, yref: yref, x0: at[1], x1: at[2], y0: 0, y1: 1,
            line: {color: "#d4a72c", width: 4}, name: "highlight"}
-        : {type: "rect", xref: xref, yref: yref, x0: ref[1], x1: ref[2], y0: 0, y1: 1,
+        : {type: "rect", xref: xref, yref: yref, x0: at[1], x1: at[2], y0: 0, y1: 1,
            fillcolor: "rgba(212,167,44,0.12)", line: {color: "#d4a72c", width: 3}, name: "highlight"};
       base.push(mark);
       return Plotly.relayout(div, {shapes: base});
