@@ -12,6 +12,7 @@ import pytest
 from leaselog.config import Settings
 from leaselog.events import FieldMapper
 from leaselog.reading.dialects import DIALECTS, Dialect, Sample, match_message
+from leaselog.reading.formats import line_format
 from leaselog.reading.reader import Reader
 from leaselog.reading.sources import expand_sources
 
@@ -19,10 +20,25 @@ CASES = [(d, s) for d in DIALECTS for s in d.samples]
 
 
 def _message(sample: Sample) -> str:
-    """The message of a sample line: a JSON layout's `message`, a console line's text after ` : `."""
+    """The message of a sample line: a JSON layout's `message`, a console line's text after ` : `, a
+    Celery or klog line's message as its format reads it."""
     if sample.line.startswith("{"):
-        return str(json.loads(sample.line)["message"])
+        obj = json.loads(sample.line)
+        return str(obj.get("message", obj.get("msg")))
+    fmt = line_format(sample.line.encode())
+    if fmt is not None and fmt.name in ("celery", "klog"):
+        return str(fmt.parse(sample.line.encode())[0]["message"])
     return sample.line.split(" : ", 1)[-1]
+
+
+def _record(sample: Sample) -> dict[str, object] | None:
+    """The fields beside the message (a structured logger's `lock=`), for `Rule.keys`."""
+    if sample.line.startswith("{"):
+        return dict(json.loads(sample.line))
+    fmt = line_format(sample.line.encode())
+    if fmt is not None and fmt.name in ("celery", "klog"):
+        return dict(fmt.parse(sample.line.encode())[0])
+    return None
 
 
 def _read(tmp_path: Path, lines: list[str], name: str = "pod-a.log") -> tuple[pl.DataFrame, object]:
@@ -44,7 +60,7 @@ def test_every_sample_reads_as_its_event(tmp_path: Path, dialect: Dialect, sampl
     if sample.event is None:
         assert mine.is_empty()
         return
-    hit = match_message(_message(sample))
+    hit = match_message(_message(sample), _record(sample))
     also = hit.rule.also if hit is not None else ()
     # the line's own event, after any the same line also says (a ShedLock tick: job_triggered)
     assert mine["event"].to_list() == [*also, sample.event], raw
@@ -62,7 +78,7 @@ def test_each_dialect_cites_its_source_and_says_how_to_turn_it_on(dialect: Diale
     # every rule is shown by a sample (read through the reader above)
     shown = set()
     for sample in dialect.samples:
-        hit = match_message(_message(sample))
+        hit = match_message(_message(sample), _record(sample))
         if hit is not None and sample.event is not None:
             shown.add(hit.label)
     assert shown == {f"{dialect.name}/{r.name or r.event}" for r in dialect.rules}

@@ -90,7 +90,12 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
             .explode("job_id")
             .with_columns(pl.col("job_id").str.strip_chars())
         )
-    return _also(raw, streams) if _ALSO else raw
+    raw = _also(raw, streams) if _ALSO else raw
+    # facts that span lines, each dialect's own (Dialect.join)
+    for dialect in DIALECTS:
+        if dialect.join is not None:
+            raw = dialect.join(raw)
+    return raw
 
 
 def _also(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
