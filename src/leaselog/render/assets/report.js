@@ -1,5 +1,6 @@
 // leaselog report: draws the first timeline at once and the others as they come near the viewport (all of
-// them, at page width, before printing), each from the report's columnar table (timeline.js); filters and the job search drive the findings list and the
+// them, at page width, before printing), each from the report's columnar table (timeline.js), then writes
+// the findings list from the same table (findings.js); filters and the job search drive the list and the
 // timelines, and live in the URL fragment (#kind=..&sev=..&job=..&from=..&to=..) so Back and shared links
 // work; "show on timeline" marks the finding's moment; a click on a marker keeps its raw fields shown.
 (function () {
@@ -145,9 +146,15 @@
 
   // ------------------------------------------------------------------ show a finding on its timeline
   function highlight(fid, scroll) {
-    var ref = data.findings[fid];
-    if (!ref || ref[0] < 0) { return Promise.resolve(); }
-    var div = document.getElementById("plot-" + ref[0]);
+    return table().then(function (t) {
+      var c = t.findings.columns;
+      if (!(fid >= 0 && fid < c.goto.length) || !c.goto[fid]) { return null; }
+      var k = c.timeline[fid];
+      return mark(fid, k, fid - t.findings.at[k][0], scroll);
+    });
+  }
+  function mark(fid, k, i, scroll) {
+    var div = document.getElementById("plot-" + k);
     document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
     var li = document.getElementById("f-" + fid);
     if (li) { li.classList.add("selected"); }
@@ -156,7 +163,7 @@
     if (scroll) { art.scrollIntoView({block: "start"}); }
     return render(div).then(function () {
       // where the figure drew the finding: [xref, x0, x1]
-      var at = div._spec.layout.meta.findings[ref[1]];
+      var at = div._spec.layout.meta.findings[i];
       if (!at) { return; }
       var base = (div.layout.shapes || []).filter(function (s) { return s.name !== "highlight"; });
       var xref = at[0], yref = "y" + xref.slice(1) + " domain";
@@ -188,20 +195,28 @@
   var sevSel = document.getElementById("sev-filter");
   var search = document.getElementById("job-search");
   var win = null;  // [from, to] in epoch seconds, from a click on the fleet overview
-  var items = Array.prototype.slice.call(document.querySelectorAll("li.finding"));
-  var groups = Array.prototype.slice.call(document.querySelectorAll("div.jobgroup"));
   var articles = Array.prototype.slice.call(document.querySelectorAll("article.job"));
-  // what the filters read of each finding, read from the DOM once
+  // what the filters read of each finding, from the table; its list item and group once written
   var itemKind = [], itemSev = [], itemJob = [], itemJobLower = [], itemT = [], itemGroup = [], itemHidden = [];
-  items.forEach(function (li) {
-    itemKind.push(li.getAttribute("data-kind"));
-    itemSev.push(li.getAttribute("data-sev"));
-    itemJob.push(li.getAttribute("data-job"));
-    itemJobLower.push(li.getAttribute("data-job").toLowerCase());
-    itemT.push(parseFloat(li.getAttribute("data-t")));
-    itemGroup.push(li.closest("div.jobgroup"));
-    itemHidden.push(false);
-  });
+  var items = [], groups = [];
+  function learn(t) {
+    var c = t.findings.columns;
+    itemKind = c.kind; itemSev = c.severity;
+    itemJob = c.job_id.map(function (j) { return j === null ? "" : j; });
+    itemJobLower = itemJob.map(function (j) { return j.toLowerCase(); });
+    itemT = c.start.map(function (us) { return us === null ? NaN : us / 1e6; });
+    items = itemKind.map(function () { return null; });
+    itemGroup = items.slice();
+    itemHidden = itemKind.map(function () { return false; });
+  }
+  function written(lo, hi) {  // rows lo..hi-1 are in the page now
+    for (var i = lo; i < hi; i++) {
+      items[i] = document.getElementById("f-" + i);
+      itemGroup[i] = items[i].parentNode.parentNode;
+      if (groups[groups.length - 1] !== itemGroup[i]) { groups.push(itemGroup[i]); }
+    }
+    if (kindSel && (kindSel.value || sevSel.value || search.value || win)) { applyFilters(false); }
+  }
 
   function state() {
     var s = new URLSearchParams();
@@ -215,17 +230,17 @@
     if (!kindSel) { return; }
     var kind = kindSel.value, sev = sevSel.value, q = (search.value || "").toLowerCase();
     var shown = 0, jobsShown = {}, perGroup = new Map();
-    items.forEach(function (li, i) {
-      var t = itemT[i];
+    for (var i = 0; i < itemKind.length; i++) {
+      var t = itemT[i], li = items[i];
       var ok = (!kind || itemKind[i] === kind) && (!sev || itemSev[i] === sev) &&
         (!q || itemJobLower[i].indexOf(q) >= 0) && (!win || (t >= win[0] && t < win[1]));
-      if (itemHidden[i] === ok) { li.classList.toggle("hidden", !ok); itemHidden[i] = !ok; }
+      if (li && itemHidden[i] === ok) { li.classList.toggle("hidden", !ok); itemHidden[i] = !ok; }
       if (ok) {
         shown += 1;
         jobsShown[itemJob[i]] = true;
-        perGroup.set(itemGroup[i], (perGroup.get(itemGroup[i]) || 0) + 1);
+        if (li) { perGroup.set(itemGroup[i], (perGroup.get(itemGroup[i]) || 0) + 1); }
       }
-    });
+    }
     var active = !!(kind || sev || q || win);
     groups.forEach(function (g) {
       var n = perGroup.get(g) || 0;
@@ -240,7 +255,7 @@
       if (ok) { drawn += 1; }
     });
     document.getElementById("filter-count").textContent =
-      shown + " of " + items.length + " findings shown · " + drawn + " of " + articles.length + " timelines";
+      shown + " of " + itemKind.length + " findings shown · " + drawn + " of " + articles.length + " timelines";
     var tw = document.getElementById("time-window");
     if (tw) {
       tw.textContent = win ? "time window " + new Date(win[0] * 1000).toISOString() + " → " +
@@ -302,9 +317,13 @@
   window.addEventListener("beforeprint", prepareForPrint);
   window.addEventListener("afterprint", afterPrint);
 
-  // the worst job's timeline is on the first screen: draw it before anything else
+  // the worst job's timeline is on the first screen: draw it before anything else, then write the list
   var ready = first ? render(first) : Promise.resolve();
-  ready.then(function () {
+  var list = document.getElementById("findings-list");
+  ready.then(table).then(function (t) {
+    learn(t);
+    return list ? leaselogFindings.write(t, list, written) : null;
+  }).then(function () {
     restore();
     document.body.setAttribute("data-ready", "1");
   });
