@@ -10,6 +10,8 @@ Each contender runs as its own process (wall time and peak RSS measured with os.
   b  polars scan_ndjson(schema).filter(event).collect()   (the floor: parsing JSON with polars)
   c  DuckDB read_json_auto(X) WHERE event IS NOT NULL, materialised
   d  jq -c 'select(.event != null)'
+  n  leaselog analyze X-noids --json        (the same input with every executionId removed: executions are
+                                             then cut out of each job and pod's lines by the lifecycle)
 Correctness: leaselog's overlapping_executions findings == the generator's ground truth (jobId + pair).
 Input is made by bench/gen_fleet.py (the project's own generator) into bench/data/ (git-ignored), once; 4x is four copies
 with their jobIds/executionIds/pods renamed apart, so the truth is four times the 1x truth. noise4x is
@@ -26,6 +28,7 @@ import gzip
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -212,6 +215,46 @@ def make_noise4x(src: Path) -> Path:
     return out
 
 
+def make_noids(src: Path) -> Path:
+    """The input with every `"executionId":"..."` removed: the logs most teams have."""
+    out = src.with_name(src.stem + "-noids.jsonl")
+    if out.exists():
+        return out
+    print(f"writing {out} ...", flush=True)
+    key = re.compile(rb'"executionId":\s*"[^"]*",?\s*')
+    with src.open("rb") as r, out.open("wb") as w:
+        while chunk := r.readlines(1 << 24):
+            w.write(key.sub(b"", b"".join(chunk)))
+    return out
+
+
+def same_findings(ids_json: Path, noids_json: Path) -> dict[str, Any]:
+    """Whether two documents' findings tell the same story, executions' names aside (in a child process,
+    for the reason given in check_overlaps)."""
+    got = subprocess.run(
+        [sys.executable, "-c", SAME, str(ids_json), str(noids_json)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(got.stdout))
+
+
+SAME = """
+import json, sys
+from collections import Counter
+def story(path):
+    doc = json.loads(open(path, "rb").read())
+    return doc["executions"], Counter(
+        (f["kind"], f["severity"], f["certainty"], f["jobId"], tuple(sorted(f["pods"])), f["start"], f["end"],
+         f["durationMs"], f.get("trigger")) for f in doc["findings"])
+(ea, a), (eb, b) = story(sys.argv[1]), story(sys.argv[2])
+print(json.dumps({"findings": sum(a.values()), "only_with_ids": sum((a - b).values()),
+                  "only_without": sum((b - a).values()), "executions": [ea, eb],
+                  "equal": a == b and ea == eb}))
+"""
+
+
 def make_gz(src: Path) -> Path:
     out = src.with_name(src.name + ".gz")
     if not out.exists():
@@ -285,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=ROOT / "bench" / "data")
     ap.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--no-scaling", action="store_true", help="skip the 4x, noise4x and gzip runs")
-    ap.add_argument("--only", default="abcd", help="contenders to run, e.g. `ab`")
+    ap.add_argument("--only", default="abcdn", help="contenders to run, e.g. `ab`")
     ap.add_argument("--stages", action="store_true", help="also time leaselog's stages in one process")
     a = ap.parse_args(argv)
     if a.quick:
@@ -308,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
         "c": ("c duckdb read_json_auto", [sys.executable, "-c", DUCKDB, str(x)]),
         "d": ("d jq select(.event)", ["jq", "-c", "select(.event != null)", str(x)]),
     }
+    out_noids = a.results / f"leaselog-{a.format}-{a.jobs}-noids.json"
+    if "n" in a.only:
+        contenders["n"] = ("n leaselog, no execution ids", leaselog_cmd(make_noids(x), out_noids))
     timings: dict[str, Timing] = {}
     for key in a.only:
         name, cmd = contenders[key]
@@ -333,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         for k in "bcd":
             if k in timings and timings[k].walls:
                 ratios[f"a/{k}"] = timings["a"].wall / timings[k].wall
+        if "n" in timings:
+            ratios["n/a"] = timings["n"].wall / timings["a"].wall
+            report["noids"] = same_findings(out, out_noids)
         report["ratios"] = ratios
         report["correctness"] = check_overlaps(out, truth)
 
@@ -381,6 +430,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"overlaps: found {c['found']}, truth {c['truth']}, missing {c['missing']}, extra {c['extra']}"
             f" -> {'EQUAL' if c['equal'] else 'DIFFERENT'}; lines {c['lines']}"
+        )
+    if "noids" in report:
+        n = report["noids"]
+        print(
+            f"without execution ids: {n['findings']} findings, {n['only_with_ids']} only with ids, "
+            f"{n['only_without']} only without; executions {n['executions'][0]} vs {n['executions'][1]}"
+            f" -> {'SAME' if n['equal'] else 'DIFFERENT'}"
         )
     if "stages" in report:
         print("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report["stages"].items()))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time and memory per stage of `--engine spark` on one input (the README's "Running on Spark" figures).
+"""Time and memory per stage of `--engine spark` on one input (docs/SPARK.md's measured stages).
 
     python bench/spark_stages.py fleet.jsonl --master 'local[2]' --json out.json
 

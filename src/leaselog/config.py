@@ -134,6 +134,9 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     lease_ttl_ms: DurationMs | None = Field(None, description="TTL when the log has no leaseMs")
+    dialects: bool = Field(
+        True, description="read lock libraries' own lines (ShedLock, Redisson, ...) as lease events"
+    )
     max_skew_ms: DurationMs = Field(250.0, description="cross-pod clock skew bound")
     clock_offsets_ms: dict[str, float] = Field(
         default_factory=dict, description="per-pod clock offset: subtract from that pod's timestamps"

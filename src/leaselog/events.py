@@ -16,8 +16,10 @@ import polars as pl
 import polars.selectors as cs
 
 from leaselog.config import Settings, compile_rule
+from leaselog.dialect_rows import settle_lease_ends
 from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
+from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
 from leaselog.timebase import pseudo_times
@@ -85,6 +87,10 @@ RAW_COLUMNS: tuple[str, ...] = (
     "line",
     "fields",
     "file_index",
+    # a lock library's line (leaselog.reading.dialects): which dialect read it, and the lease's absolute
+    # end when the library logs that instead of a length (turned into lease_ms by `build_events`)
+    "dialect",
+    "lease_until",
 )
 
 _OUTCOMES = {
@@ -149,6 +155,8 @@ class FieldMapper:
             else tuple(dict.fromkeys(n.split(".", 1)[0].encode() for n in self.aliases["job_id"]))
         )
         self._event_cache: dict[str, tuple[str, dict[str, str]] | None] = {}
+        # literals one of which every line a lock library's dialect reads contains
+        self.dialect_needles: tuple[bytes, ...] = NEEDLE_BYTES if self.settings.dialects else ()
 
     @property
     def needles(self) -> tuple[bytes, ...] | None:
@@ -199,7 +207,7 @@ class FieldMapper:
         """
         row = self._fields(rec)
         if "job_id" not in row and not self.rules:
-            return None  # no job: unrelated to leases, whatever else it says
+            return self._dialect(rec, row)  # no job: unrelated to leases, unless a lock library said it
         event_name = row.get("event")
         implied: dict[str, str] = {}
         canonical_event: str | None = None
@@ -226,6 +234,10 @@ class FieldMapper:
                                 row[self._group_field.get(g, g)] = val
                         implied = constants
                         break
+        if canonical_event is None and self.dialect_needles:
+            got = self._dialect(rec, row)
+            if got is not None:
+                return got
         if row.get("job_id") is None:
             return None
         if canonical_event is None:
@@ -234,6 +246,30 @@ class FieldMapper:
             row.setdefault(self._group_field.get(k, k), v)
         row["raw_event"] = event_name
         return canonical_event, row
+
+    def _dialect(
+        self, rec: Mapping[str, Any], row: dict[str, str | None]
+    ) -> tuple[str, dict[str, str | None]] | None:
+        """A lock library's own message (leaselog.reading.dialects): its canonical event, the lock name as
+        the job. A rule that needs a literal confirmed (in the record's other values, or in the stack
+        trace the reader attaches later) gets it appended to the message when the record has it."""
+        message = row.get("message")
+        if not message or not self.dialect_needles or not any(n in message for n in NEEDLES):
+            return None
+        hit = match_message(message)
+        if hit is None:
+            return None
+        out: dict[str, str | None] = {k: v for k, v in row.items() if k not in ("event", "job_id")}
+        for k, v in hit.fields.items():
+            out[self._group_field.get(k, k)] = v
+        confirm = hit.rule.confirm
+        if confirm and confirm not in message:
+            said = next((v for v in rec.values() if isinstance(v, str) and confirm in v), None)
+            if said is not None:
+                out["message"] = f"{message}\n{said}"
+        out["dialect"] = hit.dialect.name
+        out["raw_event"] = hit.label
+        return hit.rule.event, out
 
 
 def _to_str(v: Any) -> str:
@@ -306,6 +342,7 @@ def build_events(
     if not in_order:
         df = df.sort(["file_index", "line"], maintain_order=True)
     df = times(df, tz)
+    df = settle_lease_ends(df)
     notes: list[str] = []
     local_files: dict[str, str] = {}
     if df["naive"].any():

@@ -53,6 +53,7 @@ _STATE_OF = {
     "lock_denied": _DENY,
 }
 _BEGINS = ("job_triggered", "lock_acquired", "lock_denied", "job_started")
+_RAN = ("lock_acquired", "lock_denied", "job_started")
 # what only a run that holds the lock logs: after a denial (and no acquisition) it is another run's
 _RUN_EVENTS = (
     "lease_renewal",
@@ -95,7 +96,7 @@ def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
         named, remarks = _inferred(frame.filter(pl.col("identity") == POD))
         parts.append(named)
     if reused.height:
-        parts.append(_split_reused(frame.join(reused, on=["job_id", "execution_id"], how="semi")))
+        parts.append(_split_reused(frame.join(reused, on=["job_id", "execution_id"], how="semi"))[0])
     changes = pl.concat(parts)
     # set in place of the two columns (a join would copy every column of the wide events frame)
     ids, codes = events["execution_id"].clone(), events["identity"].clone()
@@ -158,61 +159,88 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
 
 
 def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
-    """(job_id, execution_id) of explicit ids with a begin logged after their first end: one group-by,
-    so the row-level split runs only for them (none, in most logs)."""
+    """(job_id, execution_id) of explicit ids with a begin logged after their first end, or acquired on
+    two threads (a redelivery to another consumer of the same pod, under the same id): one group-by, so the
+    row-level split runs only for them (none, in most logs)."""
     ev = pl.col("event")
+    begin = ev.is_in(["job_triggered", "lock_acquired", "lock_denied"])
+    acquired = ev == "lock_acquired"
     return (
         events.lazy()
-        .select("job_id", "execution_id", "t", ev)
+        .select("job_id", "execution_id", "t", "thread", ev)
         .group_by("job_id", "execution_id")
         .agg(
-            pl.col("t").filter(ev.is_in(["job_triggered", "lock_acquired", "lock_denied"])).max().alias("b"),
+            pl.col("t").filter(begin).max().alias("b"),
             pl.col("t").filter(ev.is_in(["job_finished", "job_stopped", "lock_released"])).min().alias("e"),
+            pl.col("thread").filter(acquired).drop_nulls().n_unique().alias("threads"),
         )
-        .filter(pl.col("b") > pl.col("e"))
+        .filter((pl.col("b") > pl.col("e")) | (pl.col("threads") > 1))
         .select("job_id", "execution_id")
         .collect()
     )
 
 
-def _split_reused(frame: pl.DataFrame) -> pl.DataFrame:
-    """`id`, `id#2`, ... for each run of a reused id: (`_row`, `_name`, `_identity`)."""
-    f = _states(
-        frame.select("_row", "job_id", "execution_id", "event", "t", "seq"),
-        ["job_id", "execution_id"],
-        lenient=False,
-    )
-    n = pl.col("_seg").rank("dense").over("job_id", "execution_id").cast(pl.Int64)
-    return f.select(
-        "_row",
+def _split_reused(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """`id`, `id#2`, ... for each run of a reused id, by thread and lifecycle: (`_row`, `_name`,
+    `_identity`), remarks (none: an id's runs are never confused)."""
+    # a thread that only triggers it (a listener handing the work to a worker thread) is no run of its own
+    runs, segments = _runs(frame, ["job_id", "execution_id"], lenient=False, begins=_RAN)
+    n = pl.col("_n")
+    named = segments.with_columns(
         pl.when(n == 1)
         .then(pl.col("execution_id"))
-        .otherwise(pl.format("{}#{}", pl.col("execution_id"), n))
+        .otherwise(pl.format("{}#{}", "execution_id", n))
         .alias("_name"),
         pl.lit(ID_SEQUENCE, pl.Int8).alias("_identity"),
     )
+    out = runs.join(named.select("_seg", "_name", "_identity"), on="_seg").drop("_seg")
+    return out, pl.DataFrame(schema=REMARKS_SCHEMA)
 
 
 def _inferred(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Runs of (job, pod, thread) for the rows without an id: (`_row`, `_name`, `_identity`), remarks."""
-    cols = ["_row", "job_id", "pod", "thread", "event", "t", "seq", "owner", "fencing_token"]
-    f = frame.select(cols)
-    keys = ["job_id", "pod", "thread"]
+    runs, segments = _runs(frame, ["job_id", "pod"], lenient=True)
+    n = pl.col("_n")
+    name = (
+        pl.when(pl.col("pod").is_null())
+        .then(pl.format("{}#{}", "job_id", n))
+        .otherwise(pl.format("{}@{}#{}", "job_id", "pod", n))
+    )
+    segments = segments.with_columns(
+        name.alias("_name"),
+        pl.when(pl.col("_untold"))
+        .then(pl.lit(UNTOLD, pl.Int8))
+        .when(pl.col("thread").is_not_null())
+        .then(pl.lit(POD_THREAD, pl.Int8))
+        .otherwise(pl.lit(POD, pl.Int8))
+        .alias("_identity"),
+    )
+    out = runs.join(segments.select("_seg", "_name", "_identity"), on="_seg").drop("_seg")
+    return out, _remarks(segments)
+
+
+def _runs(
+    frame: pl.DataFrame, base: list[str], *, lenient: bool, begins: tuple[str, ...] = _BEGINS
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The runs of each `base` key (job and pod, or job and id) and thread: (`_row`, `_seg`) for every
+    row, and one row per run (`_segments`), numbered `_n` in time order per base key."""
+    cols = dict.fromkeys(["_row", *base, "pod", "thread", "event", "t", "seq", "owner", "fencing_token"])
+    f = frame.select(list(cols))
+    keys = [*base, "thread"]
     # a thread that logs no begin of its job works for another thread's run (a renewer, a watchdog)
-    begins = f.group_by(keys).agg(pl.col("event").is_in(_BEGINS).any().alias("_has_begin"))
-    f = f.join(begins, on=keys, how="left")
+    has_begin = f.group_by(keys).agg(pl.col("event").is_in(begins).any().alias("_has_begin"))
+    f = f.join(has_begin, on=keys, how="left", nulls_equal=True)
     helpers = f.filter(~pl.col("_has_begin") & pl.col("thread").is_not_null()).drop("_has_begin")
     own = f.filter(pl.col("_has_begin") | pl.col("thread").is_null()).drop("_has_begin")
     # a denied attempt never runs: what a run logs after a denial, with no acquisition between, is the
     # run before it (interleaved lines on a pod without threads)
     own = _orphans(own, keys)
-    runs = _states(own, keys, lenient=True)
+    runs = _states(own, keys, lenient=lenient)
     runs = _adopt_orphans(runs, keys)
-    segments = _segments(runs)
+    segments = _segments(runs, base)
     if helpers.height:
-        runs = pl.concat([runs.select("_row", "_seg"), _attach_helpers(helpers, runs, segments)])
-    named = runs.select("_row", "_seg").join(segments.select("_seg", "_name", "_identity"), on="_seg")
-    return named.drop("_seg"), _remarks(segments)
+        runs = pl.concat([runs.select("_row", "_seg"), _attach_helpers(helpers, segments, base)])
+    return runs.select("_row", "_seg"), segments
 
 
 def _orphans(f: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -240,13 +268,15 @@ def _adopt_orphans(runs: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
 
 
-def _segments(runs: pl.DataFrame) -> pl.DataFrame:
-    """One row per run: its key, first moment, how it ended, its lease's owner and token, its name."""
+def _segments(runs: pl.DataFrame, base: list[str]) -> pl.DataFrame:
+    """One row per run: its key, first moment, how it ended, its lease's owner and token, its number
+    `_n` in time order per base key (threads share the numbering: `#n` is unique on the base key)."""
     ev = pl.col("event")
+    keys = list(dict.fromkeys([*base, "pod", "thread"]))
     seg = (
         runs.group_by("_seg")
         .agg(
-            pl.col("job_id", "pod", "thread").first(),
+            *(pl.col(k).first() for k in keys),
             pl.col("t").min().alias("_t0"),
             pl.col("seq").min().alias("_seq0"),
             pl.col("t").max().alias("_t1"),
@@ -256,13 +286,11 @@ def _segments(runs: pl.DataFrame) -> pl.DataFrame:
             pl.col("owner").filter(ev == "lock_acquired").first().alias("_owner"),
             pl.col("fencing_token").filter(ev == "lock_acquired").first().alias("_token"),
         )
-        .sort("job_id", "pod", "thread", "_t0", "_seq0", nulls_last=False)
+        .sort(*base, "thread", "_t0", "_seq0", nulls_last=False)
     )
-    same_key = (
-        pl.col("job_id").eq_missing(pl.col("job_id").shift(-1))
-        & pl.col("pod").eq_missing(pl.col("pod").shift(-1))
-        & pl.col("thread").eq_missing(pl.col("thread").shift(-1))
-    )
+    same_key = pl.lit(True)
+    for k in [*base, "thread"]:
+        same_key = same_key & pl.col(k).eq_missing(pl.col(k).shift(-1))
     # no thread, and a run that began while another was going on holds two runs' ends: interleaved
     crowded = (
         pl.col("thread").is_null()
@@ -273,34 +301,25 @@ def _segments(runs: pl.DataFrame) -> pl.DataFrame:
         (pl.col("_untold") | (same_key & pl.col("_untold").shift(-1)).fill_null(False)).alias("_untold"),
         (same_key & pl.col("_cut_before").shift(-1)).fill_null(False).alias("_end_unlogged"),
     )
-    # numbered in time order per job and pod (threads share the numbering: `#n` is unique on the pod)
-    seg = seg.sort("job_id", "pod", "_t0", "_seq0", "thread", nulls_last=False)
-    n = pl.int_range(1, pl.len() + 1).over("job_id", "pod")
-    name = (
-        pl.when(pl.col("pod").is_null())
-        .then(pl.format("{}#{}", "job_id", n))
-        .otherwise(pl.format("{}@{}#{}", "job_id", "pod", n))
-    )
-    return seg.with_columns(
-        name.alias("_name"),
-        pl.when(pl.col("_untold"))
-        .then(pl.lit(UNTOLD, pl.Int8))
-        .when(pl.col("thread").is_not_null())
-        .then(pl.lit(POD_THREAD, pl.Int8))
-        .otherwise(pl.lit(POD, pl.Int8))
-        .alias("_identity"),
-    )
+    seg = seg.sort(*base, "_t0", "_seq0", "thread", nulls_last=False)
+    return seg.with_columns(pl.int_range(1, pl.len() + 1).over(base).alias("_n"))
 
 
-def _attach_helpers(helpers: pl.DataFrame, runs: pl.DataFrame, segments: pl.DataFrame) -> pl.DataFrame:
-    """(`_row`, `_seg`) of a helper thread's lines: the run of the job and pod holding the lease they
-    name (owner, then fencing token), else the latest run begun by then that is still going on, else the
-    latest begun, else the first."""
+def _attach_helpers(helpers: pl.DataFrame, segments: pl.DataFrame, base: list[str]) -> pl.DataFrame:
+    """(`_row`, `_seg`) of a helper thread's lines: the run of their base key (job and pod, or job and
+    id) holding the lease they name (owner, then fencing token), else the latest run begun by then that
+    is still going on, else the latest begun, else the first."""
     cand = helpers.join(
-        segments.select("_seg", "job_id", "pod", "_t0", "_t1", "_owner", "_token"),
-        on=["job_id", "pod"],
+        segments.select("_seg", *base, "_t0", "_t1", "_owner", "_token"),
+        on=base,
         how="left",
         nulls_equal=True,
+    )
+    # a trigger comes before the run it starts; any other line after the run began
+    begun = (
+        pl.when(pl.col("event") == "job_triggered")
+        .then(pl.col("_t0") >= pl.col("t"))
+        .otherwise(pl.col("_t0") <= pl.col("t"))
     )
     score = (
         (pl.col("owner").is_not_null() & (pl.col("owner") == pl.col("_owner"))).cast(pl.Int8) * 8
@@ -308,12 +327,14 @@ def _attach_helpers(helpers: pl.DataFrame, runs: pl.DataFrame, segments: pl.Data
             pl.Int8
         )
         * 4
-        + (pl.col("_t0") <= pl.col("t")).cast(pl.Int8) * 2
+        + begun.cast(pl.Int8) * 2
         + (pl.col("_t1") >= pl.col("t")).cast(pl.Int8)
     )
     picked = (
-        cand.with_columns(score.fill_null(0).alias("_score"))
-        .sort("_row", "_score", "_t0", descending=[False, True, True])
+        cand.with_columns(
+            score.fill_null(0).alias("_score"), (pl.col("t") - pl.col("_t0")).abs().alias("_gap")
+        )
+        .sort("_row", "_score", "_gap", descending=[False, True, False], nulls_last=True)
         .group_by("_row", maintain_order=True)
         .first()
     )

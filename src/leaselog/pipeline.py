@@ -31,6 +31,7 @@ from leaselog.events import FieldMapper, build_events, compact
 from leaselog.execution_runs import identify_executions, identity_notes
 from leaselog.findings import empty_findings, finalize
 from leaselog.fleet import FleetContext, Totals
+from leaselog.library_advice import library_advice
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, Source, expand_sources
@@ -111,7 +112,7 @@ def analyze_events(events: pl.DataFrame, settings: Settings, fleet: FleetContext
     ctx = CheckContext(
         events=events, executions=executions, leases=leases, renewals=renewals, settings=settings, fleet=fleet
     )
-    findings = identity_caveats(run_checks(ctx, JOB_CHECKS), executions)
+    findings = library_advice(identity_caveats(run_checks(ctx, JOB_CHECKS), executions), events)
     partials = {c.code: c.partial(ctx) for c in FLEET_CHECKS if c.partial is not None}
     return Part(executions, leases, renewals, findings, partials, events, remarks)
 

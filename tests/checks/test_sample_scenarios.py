@@ -37,8 +37,8 @@ def _one(findings: list[Finding], code: str, job: str | None, **details: object)
 
 
 def _fixtures_only() -> set[str]:
-    """The checks the README's table says no sample shows (sample cell `—`): their fixture files do."""
-    readme = (SAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    """The checks docs/CHECKS.md's table says no sample shows (sample cell `—`): their fixture files do."""
+    readme = (SAMPLES.parent / "docs" / "CHECKS.md").read_text(encoding="utf-8")
     cells = [
         [c.strip() for c in line.strip("|").split("|")]
         for line in readme.splitlines()
@@ -48,7 +48,7 @@ def _fixtures_only() -> set[str]:
 
 
 def test_every_kind_appears(findings: list[Finding]) -> None:
-    """Every kind the samples are said to show (README's check table), and only those: a new check may
+    """Every kind the samples are said to show (docs/CHECKS.md's table), and only those: a new check may
     come with fixtures only (sample `—`) until a scenario shows it."""
     without_sample = _fixtures_only()
     assert without_sample <= {m.code for m in REGISTRY}

@@ -20,6 +20,7 @@ from leaselog.cli import main
 from leaselog.reproduce import shapes
 from leaselog.reproduce.campaign import differences, run_campaign, signature
 from leaselog.reproduce.lab import FAULTS, PATHS, draw, plan_from_dict
+from leaselog.reproduce.layouts import LAYOUTS
 from leaselog.reproduce.score import RunScore, expectations, score, tolerance
 
 # -- hand-made truths ------------------------------------------------------------------------------------
@@ -390,9 +391,17 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
     assert draw(5, 17) == plans[17]
     assert plan_from_dict(dataclasses.asdict(plans[3])) == plans[3]
     assert {p.fault for p in plans} == set(FAULTS)
-    assert {q.path for p in plans for q in p.pods[1:]} == set(PATHS)
+    assert {q.path for p in plans if p.layout == "pods" for q in p.pods[1:]} == set(PATHS)
     assert {p.shape for p in plans} == set(shapes.SHAPES)
-    assert {len(p.pods) for p in plans} == {2, 3, 4, 5}
+    assert {len(p.pods) for p in plans if p.layout == "pods"} == {2, 3, 4, 5}
+    # pods that run the job several times (on one thread, on two, a redelivery to itself), ids of each style
+    assert {p.layout for p in plans} == set(LAYOUTS)
+    assert {p.id_style for p in plans if p.layout != "pods"} == {"unique", "counter", "reused"}
+    for p in plans:
+        if p.layout in ("threads", "same_pod"):
+            assert len(p.pods) == 1 and len(p.pods[0].threads) == 2
+        if p.layout == "scheduled":
+            assert all(q.ticks_ms and q.threads == ("tick",) for q in p.pods)
     assert {p.completion for p in plans} == {"fenced", "idempotent", "plain", "none"}
     assert any(p.renew for p in plans) and not all(p.renew for p in plans)
     for p in plans:

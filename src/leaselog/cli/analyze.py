@@ -110,7 +110,8 @@ def analyze(
     ],
     lease_ttl: LeaseTtlOpt = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the findings as JSON (the contract in the README).")
+        Path | None,
+        typer.Option("--json", help="Write the findings as JSON (the contract in docs/PRODUCT.md)."),
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
     parquet: Annotated[
@@ -155,7 +156,7 @@ def analyze(
         typer.Option(help="Also print the HTML report to this PDF (needs Chromium and Playwright)."),
     ] = None,
     engine: Annotated[
-        Engine, typer.Option(help="Where to run: this process, or Spark (pip install 'leaselog[spark]').")
+        Engine, typer.Option(help="Where to run: this process, or Spark (pip install 'leaselog\\[spark]').")
     ] = Engine.local,
     master: Annotated[
         str | None,
@@ -182,13 +183,15 @@ def analyze(
     JSON to standard output and the summary to standard error.
 
     Exit code: 0 when no finding reaches --fail-on, 1 when one does, 2 for usage or input errors (an output
-    that cannot be written included: the others are still written).
+    that cannot be written included: the others are still written), 3 when the inputs were read but gave
+    no lease event at all (nothing to judge: the summary says why).
     """
     from pydantic import ValidationError
 
     from leaselog.outputs import OutputError, check_outputs, write_outputs
     from leaselog.pipeline import analyze as run_analysis
     from leaselog.render.terminal import render
+    from leaselog.unread import UNREAD_EXIT, nothing_read
 
     json_to_stdout = json_out is not None and str(json_out) == "-"
     # the summary goes to stderr when stdout carries the JSON
@@ -263,6 +266,8 @@ def analyze(
         console.print(Text(f"wrote {printable(path)}"), highlight=False)
     if failures:
         raise typer.Exit(2)
+    if nothing_read(a.input_reports) is not None:
+        raise typer.Exit(UNREAD_EXIT)
     if fail_on is not FailOn.never:
         limit = SEVERITY_RANK[fail_on.value]
         if any(SEVERITY_RANK[f.severity] <= limit for f in a.finding_list):

@@ -49,7 +49,8 @@ def reproduce_command(
         ),
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="Write the analysis as JSON (the contract in the README).")
+        Path | None,
+        typer.Option("--json", help="Write the analysis as JSON (the contract in docs/PRODUCT.md)."),
     ] = None,
     html: Annotated[Path | None, typer.Option(help="Write a self-contained HTML timeline report.")] = None,
     quiet: Annotated[

@@ -28,6 +28,9 @@ def split_block(cut: Cut, decoder: ColumnarDecoder, max_line_bytes: int, keep_fi
     # continuations, junk) and, when the block has a NUL at all, the lines with one. Every other
     # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
     keep = decoder.prefilter(line) | ~plain_object
+    library = decoder.dialect(line)
+    if library is not None:  # a lock library's own line (a dialect's needle): read one by one
+        keep = keep | library
     has_nul = b"\x00" in cut.prefix or cut.data.find(b"\x00", 0, cut.end) >= 0
     # `nul`: lines read one by one (a NUL byte, or longer than max_line_bytes: never decoded in bulk)
     odd = pl.lit(False)
@@ -51,7 +54,8 @@ def split_block(cut: Cut, decoder: ColumnarDecoder, max_line_bytes: int, keep_fi
     )
     # `bare`: a job-id name, as a key or not (every candidate; the test runs on the few others only)
     others = flagged.filter(~pl.col("candidate"))
-    bare = others.filter(decoder.bare(line).fill_null(False))["line"]
+    bare_test = decoder.bare(line) if library is None else decoder.bare(line) | library
+    bare = others.filter(bare_test.fill_null(False))["line"]
     flagged = flagged.with_columns((pl.col("candidate") | pl.col("line").is_in(bare.implode())).alias("bare"))
     # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
     # before, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)

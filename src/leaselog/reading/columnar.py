@@ -14,6 +14,7 @@ from typing import IO
 import polars as pl
 
 from leaselog.events import FieldMapper
+from leaselog.reading.dialects import NEEDLES as DIALECT_NEEDLES
 from leaselog.reading.formats import CONTINUATION_RE
 from leaselog.reading.report import RAW_SCHEMA, Stream
 from leaselog.reading.streams import disk_position, read_some
@@ -188,6 +189,8 @@ class ColumnarDecoder:
         bare_prefix = _common_prefix(bare)
         self.bare_prefix: str | None = bare_prefix if len(bare_prefix) >= 3 else None
         self._quoted_keys = [f'"{k}"' for k in self.keys]
+        # a lock library's message (leaselog.reading.dialects): such lines are read one by one
+        self._dialect_regex = any_literal(list(DIALECT_NEEDLES)) if mapper.dialect_needles else None
         # field names seen so far: the decode schema grows when a block shows a new one (a narrow
         # schema decodes faster than all ~120 spellings)
         self.known: set[str] = set()
@@ -204,6 +207,11 @@ class ColumnarDecoder:
         """A job-id name occurs, as a key or not (`"_jobId"` in GELF, `jobId=` in a message): the per-line
         path's own test (FieldMapper.needles). A line that has one but is no candidate is read one by one."""
         return line.str.contains(self._bare_regex)
+
+    def dialect(self, line: pl.Expr) -> pl.Expr | None:
+        """A lock library's needle occurs (None: no dialect is on). Such a line, when it is no candidate,
+        is read one by one like a bare job-id name."""
+        return None if self._dialect_regex is None else line.str.contains(self._dialect_regex)
 
     def candidate(self, line: pl.Expr) -> pl.Expr:
         """The exact test: one of the needles occurs. A regex of the needles as literals: the same test

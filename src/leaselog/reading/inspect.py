@@ -23,6 +23,7 @@ from leaselog.reading.streams import DEFAULT_MAX_LINE_BYTES, capped_lines, open_
 __all__ = ["Inspection", "describe_formats", "inspect_file"]
 
 KEY_SAMPLE_LINES = 200  # lines whose records are looked at for the key table
+DIALECT_LINES = 12  # lines listed per dialect that read some
 
 EVENT_COLUMNS = [
     "line",
@@ -62,6 +63,8 @@ class Inspection:
     event_count: int
     malformed: list[tuple[int, str]]  # the first malformed lines: line, why
     unmapped_events: dict[str, int] = field(default_factory=dict)
+    # lines a lock library's dialect read: dialect -> its first lines (and how many it read in all)
+    dialect_lines: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,10 @@ class Inspection:
             "eventCount": self.event_count,
             "malformed": [{"line": n, "reason": r} for n, r in self.malformed],
             "unmappedEvents": self.unmapped_events,
+            "dialects": {
+                name: {"events": self.report.dialects.get(name, 0), "lines": lines}
+                for name, lines in self.dialect_lines.items()
+            },
         }
 
 
@@ -188,4 +195,12 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
         event_count=ev.height,
         malformed=sorted(malformed)[:20],
         unmapped_events=dict(report.unmapped_events.most_common(20)),
+        dialect_lines={
+            name: lines[:DIALECT_LINES]
+            for name, lines in ev.filter(pl.col("raw_event").str.contains("/", literal=True))
+            .group_by(pl.col("raw_event").str.split("/").list.first().alias("dialect"), maintain_order=True)
+            .agg(pl.col("line").unique(maintain_order=True))
+            .iter_rows()
+            if name in report.dialects
+        },
     )

@@ -72,6 +72,8 @@ from leaselog.reading.formats import (
 )
 from leaselog.reading.formats.json_shapes import parse_flat
 from leaselog.reading.identity import note_pod_sources, post_process
+from leaselog.reading.library_hints import library_hints
+from leaselog.reading.library_lines import settle_library_rows
 from leaselog.reading.report import MAX_LOCATED, RAW_SCHEMA, InputReport, Stream
 from leaselog.reading.sources import Source
 from leaselog.reading.streams import (
@@ -159,6 +161,9 @@ class Reader:
 
     def read(self, sources: list[Source]) -> ReadResult:
         inputs = [self._read_source(i, s) for i, s in enumerate(sources)]
+        for source, report in zip(sources, inputs, strict=True):
+            if report.lines and not report.events and self.mapper.dialect_needles:
+                report.library_hints = library_hints(source)
         lists = pl.DataFrame(
             {**{k: self.raw[k] for k in RAW_COLUMNS}, "event": self.event_names}, schema=RAW_SCHEMA
         ).with_columns(
@@ -169,7 +174,7 @@ class Reader:
         self.line_text, self.record_index = [], []
         raw = pl.concat([lists, *self.frames], how="vertical") if self.frames else lists
         self.frames = []
-        raw = post_process(raw, self._streams)
+        raw = post_process(settle_library_rows(raw, self._streams), self._streams)
         return ReadResult(raw, inputs, self.malformed)
 
     def _bad(self, report: InputReport, line_no: int, reason: str, count: int = 1) -> None:
@@ -322,7 +327,11 @@ class Reader:
             self._bad(report, line_no, "binary data (NUL byte)")
             return
         needles = self.mapper.needles
-        if needles is not None and not any(n in line for n in needles):
+        if (
+            needles is not None
+            and not any(n in line for n in needles)
+            and not any(n in line for n in self.mapper.dialect_needles)
+        ):
             self._classify_unrelated(st, line, line_no)
             return
         records: list[dict[str, Any]] | None = None
@@ -408,6 +417,8 @@ class Reader:
             self.record_index.append(k)
             self.event_names.append(event)
             report.events += 1
+            if row.get("dialect") is not None:
+                report.dialects[str(row["dialect"])] += 1
             used = True
         return used
 

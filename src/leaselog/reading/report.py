@@ -43,6 +43,11 @@ class InputReport:
     same_as: str | None = None  # the input this one is the same file as (read once, there)
     # lines read in another shape than `format` (the file's first guess): shape -> lines
     other_shapes: Counter[str] = field(default_factory=Counter)
+    # lines a lock library's dialect read (leaselog.reading.dialects): dialect -> events
+    dialects: Counter[str] = field(default_factory=Counter)
+    # lock libraries whose package or logger the file names though none of their lease lines is there
+    # (their loggers are at a level that hides them): dialect names
+    library_hints: list[str] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         """What the Inputs table says under a file, beyond its counts."""
@@ -56,6 +61,9 @@ class InputReport:
         if self.other_shapes:
             shapes = ", ".join(f"{k} ({v})" for k, v in self.other_shapes.most_common())
             out.append(f"also lines of another shape than {self.format}: {shapes}")
+        if +self.dialects:
+            read = ", ".join(f"{k} ({v})" for k, v in (+self.dialects).most_common())
+            out.append(f"lock-library lines read by dialect: {read}")
         if self.duplicates:
             out.append(
                 f"{self.duplicates} exact duplicate line(s) dropped (a shipper's retry), counted ignored"
@@ -81,6 +89,8 @@ class InputReport:
             skipped=d.get("skipped"),
             same_as=d.get("same_as"),
             other_shapes=Counter(d.get("other_shapes") or {}),
+            dialects=Counter(d.get("dialects") or {}),
+            library_hints=list(d.get("library_hints") or []),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -100,6 +110,8 @@ class InputReport:
             **({"skipped": self.skipped} if self.skipped else {}),
             **({"same_as": self.same_as} if self.same_as else {}),
             **({"other_shapes": dict(self.other_shapes)} if self.other_shapes else {}),
+            **({"dialects": dict(+self.dialects)} if +self.dialects else {}),
+            **({"library_hints": self.library_hints} if self.library_hints else {}),
         }
 
 

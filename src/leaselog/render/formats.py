@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from leaselog.reading.dialects import DIALECTS
 from leaselog.reading.inspect import Inspection, describe_formats
 from leaselog.render.safe import printable
 
@@ -35,6 +36,18 @@ def render_formats(console: Console) -> None:
         "HOSTNAME > host.name > GELF host; else the file name. Map your own names in leaselog.toml.",
         highlight=False,
     )
+    dialects = Table(
+        title="Dialects: lock libraries' own lines, read as lease events in any format above (no flag)",
+        show_lines=True,
+    )
+    dialects.add_column("dialect")
+    dialects.add_column("library")
+    dialects.add_column("what it maps")
+    dialects.add_column("turn its loggers on")
+    for d in DIALECTS:
+        maps = "; ".join(dict.fromkeys(f"{r.name or r.event} -> {r.event}" for r in d.rules))
+        dialects.add_row(d.name, escape(d.library), escape(maps), escape(d.enable))
+    console.print(dialects)
 
 
 def _text(v: object) -> str:
@@ -90,6 +103,13 @@ def render_inspection(r: Inspection, console: Console) -> None:
         console.print(
             "[yellow]No lease events.[/yellow] A lease event needs a job id (jobId, job_id, ... or "
             "your name for it under \\[fields] in leaselog.toml) and a known event name."
+        )
+    for name, lines in r.dialect_lines.items():
+        n = r.report.dialects.get(name, 0)
+        shown = ", ".join(str(x) for x in lines) + (" ..." if n > len(lines) else "")
+        console.print(
+            f"[green]Read by dialect {_text(name)}[/green]: {n} lock-library line(s), lines {shown}",
+            highlight=False,
         )
     if r.unmapped_events:
         console.print(

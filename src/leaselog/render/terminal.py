@@ -17,6 +17,7 @@ from leaselog.durations import format_duration
 from leaselog.findings import SEVERITY_RANK, Finding, gc_paused
 from leaselog.reading.report import MAX_LOCATED
 from leaselog.render.safe import printable
+from leaselog.unread import nothing_read, silent_files
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_MALFORMED_SHOWN = 10
@@ -78,8 +79,19 @@ def _headline(a: Analysis, console: Console, n_jobs: int) -> None:
         console.print(
             Text(f"{a.findings.height:,} findings ({sev}) in {where}", style="bold"), highlight=False
         )
+    elif (unread := nothing_read(a.input_reports)) is not None:
+        console.print(Text(unread.headline, style="yellow bold"), highlight=False)
+        for reason in unread.reasons:
+            console.print(Text(f"  - {printable(reason)}", style="yellow"), highlight=False)
     else:
         console.print(Text("No findings.", style="green bold"), highlight=False)
+    silent = silent_files(a.input_reports)
+    if silent:
+        names = ", ".join(printable(p) for p in silent[:5]) + (" ..." if len(silent) > 5 else "")
+        console.print(
+            Text(f"{n(len(silent), 'file')} gave no lease event while others did: {names}", style="yellow"),
+            highlight=False,
+        )
     console.print(
         Text(
             f"{n(len(a.input_reports), 'file')}, {n(tot['total'], 'line')} ({tot['used']:,} used,"

@@ -1,11 +1,15 @@
-"""A randomized campaign: N lab runs from one seed, each scored against its truth, in every log shape.
+"""A randomized campaign: N lab runs from one seed, each scored against its truth, in every log shape,
+with and without execution ids.
 
 For each run: play the drawn plan on a real Redis (lab.play), render the pods' flat rows in the drawn shape
 and analyze it with leaselog (clock offsets unknown to it, default max-skew) -> score it (score.score);
-then the differential check: the same rows rendered in every registered shape must give the same findings
-(kind, execution ids, figures within the run's tolerance) as the flat logs. A run that fails keeps its
-folder (flat logs, the scored shape's files, truth.json, leaselog.json, score.json) for replay; a passing
-run's folder is deleted unless `keep`.
+the same rows with every execution id removed (`shapes.without_ids`) are scored too. Findings are held
+against the truth's attempts matched by pod and time (identity.true_names), not by the ids logged.
+Then the differential check: the same rows rendered in every registered shape, with ids and without, must
+give the same findings (kind, true executions, pods, severity, certainty, figures within the run's
+tolerance) and the same number of executions as the flat logs with ids. A run that fails keeps its folder
+(flat logs, the scored shape's files, truth.json, leaselog.json, score.json) for replay; a passing run's
+folder is deleted unless `keep`.
 """
 
 from __future__ import annotations
@@ -23,13 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from leaselog.reproduce import shapes
+from leaselog.reproduce.identity import execution_count, translate, true_names
 from leaselog.reproduce.lab import Plan, draw, plan_from_dict, play
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
 
 ProgressFn = Callable[[str], None]
 COLUMNS = ("runs", "expected", "found", "missed", "false", "uncertain", "figure_errors", "tolerated")
+NO_IDS = " (no ids)"  # the suffix of a rendering without execution ids
 
 
 def flat_rows(folder: Path) -> dict[str, list[dict[str, Any]]]:
@@ -52,9 +60,26 @@ def write_shape(rows: dict[str, list[dict[str, Any]]], shape: str, folder: Path)
 
 def analyze_doc(paths: Sequence[Path]) -> dict[str, Any]:
     """leaselog's JSON document for these files, as `leaselog analyze --json` writes it."""
+    return analyze(paths)[0]
+
+
+def analyze(paths: Sequence[Path]) -> tuple[dict[str, Any], pl.DataFrame]:
+    """leaselog's JSON document for these files, and its executions (to match them to the truth)."""
     import leaselog
 
-    return leaselog.document(leaselog.analyze(list(paths), keep_fields=False))
+    a = leaselog.analyze(list(paths), keep_fields=False)
+    return leaselog.document(a), a.executions
+
+
+def rows_for(folder: Path, ids: bool) -> dict[str, list[dict[str, Any]]]:
+    rows = flat_rows(folder)
+    return rows if ids else shapes.without_ids(rows)
+
+
+def judged(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """(leaselog's document, the same with true execution names, its number of executions of the job)."""
+    doc, executions = analyze(paths)
+    return doc, translate(doc, true_names(truth, executions)), execution_count(executions, truth["job"])
 
 
 Key = tuple[str, tuple[str, ...], str, str, tuple[str, ...]]
@@ -78,8 +103,15 @@ def signature(doc: dict[str, Any], job: str) -> dict[Key, list[float]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
-def differences(ref: dict[Key, list[float]], got: dict[Key, list[float]], tol: float) -> list[str]:
+def differences(
+    ref: dict[Key, list[float]],
+    got: dict[Key, list[float]],
+    tol: float,
+    counts: tuple[int, int] | None = None,
+) -> list[str]:
     diffs = []
+    if counts is not None and counts[0] != counts[1]:
+        diffs.append(f"{counts[0]} executions in flat, {counts[1]} here")
     for key in sorted(set(ref) | set(got)):
         a, b = ref.get(key, []), got.get(key, [])
         kind, ids, severity, certainty, pods = key
@@ -92,21 +124,30 @@ def differences(ref: dict[Key, list[float]], got: dict[Key, list[float]], tol: f
 
 
 def differential(
-    folder: Path, truth: dict[str, Any], names: Sequence[str] | None = None
+    folder: Path,
+    truth: dict[str, Any],
+    names: Sequence[str] | None = None,
+    ids: Sequence[bool] = (True, False),
 ) -> dict[str, list[str]]:
-    """shape -> how its findings differ from the flat logs' (only shapes that differ)."""
-    rows = flat_rows(folder)
+    """shape -> how its findings differ from the flat logs' with ids (only shapes that differ); a
+    rendering without execution ids is named `<shape> (no ids)`. Executions are compared by their true
+    names (matched by pod and time), and their number must be the same."""
     job, tol = truth["job"], tolerance(truth)
-    ref = signature(analyze_doc(sorted(folder.glob("pod-*.jsonl"))), job)
+    _doc, ref_doc, ref_n = judged(sorted(folder.glob("pod-*.jsonl")), truth)
+    ref = signature(ref_doc, job)
     out: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="leaselog-diff-") as tmp:
-        for name in names or list(shapes.SHAPES):
-            if name == "flat":
-                continue
-            paths = write_shape(rows, name, Path(tmp) / name)
-            diffs = differences(ref, signature(analyze_doc(paths), job), tol)
-            if diffs:
-                out[name] = diffs
+        for with_ids in ids:
+            rows = rows_for(folder, with_ids)
+            for name in names or list(shapes.SHAPES):
+                if name == "flat" and with_ids:
+                    continue
+                label = name if with_ids else f"{name}{NO_IDS}"
+                paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"))
+                _d, got, n = judged(paths, truth)
+                diffs = differences(ref, signature(got, job), tol, (ref_n, n))
+                if diffs:
+                    out[label] = diffs
     return out
 
 
@@ -117,53 +158,69 @@ class RunResult:
     shape_diffs: dict[str, list[str]]
     seconds: float
     folder: Path
+    score_no_ids: RunScore | None = None  # the drawn shape without execution ids, against the same truth
 
     @property
     def failed(self) -> bool:
-        return self.score.failed or bool(self.shape_diffs)
+        return (
+            self.score.failed
+            or bool(self.shape_diffs)
+            or (self.score_no_ids is not None and self.score_no_ids.failed)
+        )
 
 
 def score_run(
-    folder: Path, truth: dict[str, Any], shape: str, work: Path | None = None
+    folder: Path, truth: dict[str, Any], shape: str, work: Path | None = None, ids: bool = True
 ) -> tuple[RunScore, dict[str, Any]]:
-    """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/), analyze, score."""
-    paths = write_shape(flat_rows(folder), shape, (work or folder) / shape)
-    doc = analyze_doc(paths)
-    return score(truth, doc), doc
+    """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/; without execution
+    ids into work/shape-no-ids/), analyze, score against the truth's attempts (matched by pod and time)."""
+    paths = write_shape(
+        rows_for(folder, ids), shape, (work or folder) / (shape if ids else f"{shape}-no-ids")
+    )
+    doc, named, _n = judged(paths, truth)
+    return score(truth, named), doc
 
 
-def score_folder(folder: Path, truth: dict[str, Any], shape: str) -> tuple[RunScore, dict[str, Any]]:
-    """score_run into the run's own folder, keeping leaselog's JSON next to it (leaselog.json)."""
-    rs, doc = score_run(folder, truth, shape)
-    (folder / "leaselog.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+def score_folder(
+    folder: Path, truth: dict[str, Any], shape: str, ids: bool = True
+) -> tuple[RunScore, dict[str, Any]]:
+    """score_run into the run's own folder, keeping leaselog's JSON next to it (leaselog.json, and
+    leaselog-no-ids.json)."""
+    rs, doc = score_run(folder, truth, shape, ids=ids)
+    name = "leaselog.json" if ids else "leaselog-no-ids.json"
+    (folder / name).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return rs, doc
+
+
+def _judge(plan: Plan, truth: dict[str, Any], folder: Path, diff: bool, started: float) -> RunResult:
+    rs, _doc = score_folder(folder, truth, plan.shape)
+    rs_no_ids, _doc = score_folder(folder, truth, plan.shape, ids=False)
+    diffs = differential(folder, truth) if diff else {}
+    result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder, rs_no_ids)
+    _write_score(result)
+    return result
 
 
 def run_one(plan: Plan, target: Any, folder: Path, diff: bool = True) -> RunResult:
     started = time.monotonic()
     truth = play(plan, target, folder)
-    rs, _doc = score_folder(folder, truth, plan.shape)
-    diffs = differential(folder, truth) if diff else {}
-    result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
-    _write_score(result)
-    return result
+    return _judge(plan, truth, folder, diff, started)
 
 
 def rescore(folder: Path, diff: bool = True) -> RunResult:
     """Score a kept run folder again with this leaselog (after a fix), in the shape it drew."""
     started = time.monotonic()
     truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
-    plan = plan_from_dict(truth["plan"])
-    rs, _doc = score_folder(folder, truth, plan.shape)
-    diffs = differential(folder, truth) if diff else {}
-    result = RunResult(plan, rs, diffs, round(time.monotonic() - started, 2), folder)
-    _write_score(result)
-    return result
+    return _judge(plan_from_dict(truth["plan"]), truth, folder, diff, started)
 
 
 def _write_score(r: RunResult) -> None:
+    no_ids = r.score_no_ids.to_dict() if r.score_no_ids is not None else None
     (r.folder / "score.json").write_text(
-        json.dumps({**r.score.to_dict(), "shapeDiffs": r.shape_diffs, "plan": r.plan.describe()}, indent=1)
+        json.dumps(
+            {**r.score.to_dict(), "noIds": no_ids, "shapeDiffs": r.shape_diffs, "plan": r.plan.describe()},
+            indent=1,
+        )
         + "\n",
         encoding="utf-8",
     )
@@ -175,11 +232,15 @@ class Campaign:
     results: list[RunResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def table(self) -> list[dict[str, Any]]:
-        """Per kind: runs it came up in, expected, found, missed, false, uncertain, figure errors, tolerated."""
+    def table(self, ids: bool = True) -> list[dict[str, Any]]:
+        """Per kind: runs it came up in, expected, found, missed, false, uncertain, figure errors, tolerated;
+        of the logs with execution ids, or (ids False) of the same logs without them; the differential
+        check's failures as a last row."""
         rows: dict[str, Counter[str]] = {}
         for r in self.results:
-            s = r.score
+            s = r.score if ids else r.score_no_ids
+            if s is None:
+                continue
             kinds = {i.kind for i in s.items} | set(s.reported)
             for kind in kinds:
                 c = rows.setdefault(kind, Counter())
@@ -192,19 +253,30 @@ class Campaign:
                 c["uncertain"] += s.uncertain[kind]
                 c["figure_errors"] += s.count("figure_error")[kind]
                 c["tolerated"] += s.count("tolerated")[kind]
-        diff = Counter(shape for r in self.results for shape in r.shape_diffs)
+        mine = (lambda label: not label.endswith(NO_IDS)) if ids else (lambda label: label.endswith(NO_IDS))
+        diff = Counter(shape for r in self.results for shape in r.shape_diffs if mine(shape))
         out = [{"kind": k, **{c: rows[k][c] for c in COLUMNS}} for k in sorted(rows)]
         if diff:
-            n = sum(1 for r in self.results if r.shape_diffs)
+            n = sum(1 for r in self.results if any(mine(s) for s in r.shape_diffs))
             out.append(
                 {
-                    "kind": "differential (shapes)",
+                    "kind": "differential (shapes)" if ids else "differential (no ids vs ids)",
                     **dict.fromkeys(COLUMNS, 0),
                     "runs": n,
                     "false": sum(diff.values()),
                 }
             )
         return out
+
+    def totals(self, ids: bool = True) -> dict[str, int]:
+        """The table summed over kinds: runs, expected, found, missed, false, figure errors."""
+        t = self.table(ids)
+        sums = {
+            c: sum(int(r[c]) for r in t) for c in ("expected", "found", "missed", "false", "figure_errors")
+        }
+        scores = [r.score if ids else r.score_no_ids for r in self.results]
+        failed = sum(1 for x in scores if x is not None and x.failed)
+        return {"runs": len(self.results), "failedRuns": failed, **sums}
 
     @property
     def ok(self) -> bool:
@@ -217,6 +289,8 @@ class Campaign:
             "failedRuns": [r.plan.name for r in self.results if r.failed],
             "errors": self.errors,
             "table": self.table(),
+            "tableNoIds": self.table(ids=False),
+            "totals": {"ids": self.totals(), "noIds": self.totals(ids=False)},
             "shapeDiffs": {r.plan.name: r.shape_diffs for r in self.results if r.shape_diffs},
             "seconds": round(sum(r.seconds for r in self.results), 1),
         }
@@ -274,8 +348,9 @@ def run_campaign(
 def _tell(r: RunResult, say: ProgressFn) -> None:
     verdict = "FAIL" if r.failed else "ok"
     say(f"{r.plan.name} {verdict} {r.seconds:.1f}s  {r.plan.describe()}")
-    for i in r.score.items:
-        if i.status in ("missed", "false", "figure_error"):
-            say(f"    {i.status} {i.kind} {','.join(i.execution_ids)}: {i.why[:160]}")
+    for label, s in (("", r.score), ("no ids: ", r.score_no_ids)):
+        for i in s.items if s is not None else []:
+            if i.status in ("missed", "false", "figure_error"):
+                say(f"    {label}{i.status} {i.kind} {','.join(i.execution_ids)}: {i.why[:160]}")
     for shape, d in r.shape_diffs.items():
         say(f"    shape {shape}: {'; '.join(d)[:200]}")

@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from leaselog.reproduce.layouts import with_layout
 from leaselog.reproduce.pod import GROUP, keys, marker, mono_ms, signal_list
 from leaselog.reproduce.server import RedisTarget, ReproduceError
 from leaselog.reproduce.shapes import SHAPES
@@ -65,6 +66,11 @@ class PodPlan:
     units: int
     clock_offset_ms: int
     dies_after_trigger: bool = False  # killed between its job_triggered and the lock
+    # several executions in one process (layouts.py): one trigger per worker thread, the units of work
+    # of each execution in turn, and when the harness fires the pod's own scheduler (ms from t0)
+    threads: tuple[str, ...] = ()
+    units_list: tuple[int, ...] = ()
+    ticks_ms: tuple[int, ...] = ()
 
     @property
     def pod(self) -> str:
@@ -92,6 +98,8 @@ class Plan:
     fault_ms: int
     shape: str
     pods: tuple[PodPlan, ...] = field(default_factory=tuple)
+    layout: str = "pods"  # pods: one execution per pod; else a layout of layouts.py
+    id_style: str = "unique"  # what each execution logs as its id: unique | counter | reused
 
     @property
     def name(self) -> str:
@@ -100,8 +108,9 @@ class Plan:
     def describe(self) -> str:
         paths = ",".join(p.path for p in self.pods[1:])
         life = f"renew {self.renewal_ms}ms" if self.renew else "no renewal"
+        layout = "" if self.layout == "pods" else f"{self.layout} (ids {self.id_style}), "
         return (
-            f"ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
+            f"{layout}ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
             f"@{self.fault_at_ms}ms/{self.fault_ms}ms, {self.completion}, shape {self.shape}"
         )
 
@@ -150,7 +159,7 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
             )
         )
     names = shapes or tuple(SHAPES)
-    return Plan(
+    plan = Plan(
         seed=seed,
         index=index,
         lease_ms=lease,
@@ -167,6 +176,8 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
         shape=rng.choice(names),
         pods=tuple(pods),
     )
+    # drawn apart, so that the runs that keep one execution per pod draw what they always drew
+    return with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
 
 
 def _offset(rng: random.Random) -> int:
@@ -176,7 +187,11 @@ def _offset(rng: random.Random) -> int:
 
 
 def plan_from_dict(d: dict[str, Any]) -> Plan:
-    pods = tuple(PodPlan(**p) for p in d["pods"])
+    tuples = ("threads", "units_list", "ticks_ms")
+    fields: list[dict[str, Any]] = [
+        {k: tuple(v) if k in tuples else v for k, v in p.items()} for p in d["pods"]
+    ]
+    pods = tuple(PodPlan(**f) for f in fields)
     return Plan(**{**d, "pods": pods})
 
 
@@ -224,7 +239,11 @@ class _Run:
             "--truth",
             str(self.scratch / f"{p.pod}.truth.jsonl"),
             "--trigger",
-            PATH_TRIGGER[p.path],
+            p.threads[0] if p.threads else PATH_TRIGGER[p.path],
+            "--path",
+            p.path,
+            "--id-style",
+            plan.id_style,
             "--claim-idle-ms",
             str(plan.lease_ms),
             "--close-marker",
@@ -268,6 +287,10 @@ class _Run:
                 args += ["--redis-user", self.acl_user, "--redis-password", self.acl_password]
         if p.dies_after_trigger:
             args.append("--die-after-trigger")
+        if p.threads:
+            args += ["--threads", ",".join(p.threads), "--runs", "99"]
+        if p.units_list:
+            args += ["--units-list", ",".join(str(u) for u in p.units_list)]
         if p.path == "duplicate_publish":
             args += ["--start-after", "triggered:A"]
         err = (self.scratch / f"{p.pod}.stderr").open("wb")
@@ -312,6 +335,43 @@ class _Run:
             self.client.xadd(self.k["stream"], {"jobId": self.job_id, "report": "monthly-revenue"})
         self.fired.append({"role": p.role, "path": p.path, "mono": round(before, 3)})
 
+    def tick(self, p: PodPlan) -> None:
+        """The pod's own scheduler fires (a tick the pod takes when one of its threads is free)."""
+        now = time.time_ns() // 1_000_000
+        self.client.rpush(f"{self.k['tick']}:{p.pod}", str(now))
+        self.fired.append({"role": p.role, "path": "tick", "mono": round(mono_ms(), 3)})
+
+    def count(self, name: str) -> int:
+        return int(self.client.llen(signal_list(self.prefix, name)))
+
+    def up(self) -> None:
+        """Every pod has started (its first line is written): its scheduler can fire."""
+        end = time.monotonic() + WAIT_S
+        for p in self.plan.pods:
+            log = self.out / f"{p.pod}.jsonl"
+            while not (log.exists() and log.stat().st_size):
+                if time.monotonic() > end:
+                    raise ReproduceError(f"{p.pod} never came up{self.stderr_tail()}")
+                time.sleep(0.02)
+
+    def settle(self) -> None:
+        """Wait until every live pod has finished each attempt it began (and taken each tick it got)."""
+        end = time.monotonic() + WAIT_S
+        while time.monotonic() < end:
+            busy = [
+                p.pod
+                for p in self.plan.pods
+                if self.procs[p.role].poll() is None
+                and (
+                    self.count(f"done:{p.role}") < self.count(f"triggered:{p.role}")
+                    or self.count(f"triggered:{p.role}") < len(p.ticks_ms)
+                )
+            ]
+            if not busy:
+                return
+            time.sleep(0.05)
+        raise ReproduceError(f"pods still busy after {WAIT_S:.0f}s{self.stderr_tail()}")
+
     def fault_start(self) -> None:
         plan, a = self.plan, self.procs["A"]
         f: dict[str, Any] = {"kind": plan.fault, "role": "A", "plannedMs": plan.fault_ms}
@@ -354,6 +414,9 @@ class _Run:
         for i, p in enumerate(plan.pods[1:]):
             if p.fire_ms is not None:
                 actions.append((p.fire_ms, i, lambda p=p: self.fire(p)))
+        for i, p in enumerate(plan.pods):
+            for tick_at in p.ticks_ms:
+                actions.append((tick_at, 50 + i, lambda p=p: self.tick(p)))
         if plan.fault in ("pause", "stall", "crash", "netcut"):
             actions.append((plan.fault_at_ms, 100, self.fault_start))
             if plan.fault != "crash":
@@ -414,14 +477,25 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
         run.client.xadd(run.k["stream"], {"jobId": run.job_id, "report": "monthly-revenue"})
         for p in plan.pods:
             run.spawn(p)
-        run.wait_signal("started:A")
-        t0 = mono_ms()
-        run.timeline(t0)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            run.procs["A"].wait(timeout=WAIT_S)
+        if plan.layout == "pods":
+            run.wait_signal("started:A")
+            t0 = mono_ms()
+            run.timeline(t0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                run.procs["A"].wait(timeout=WAIT_S)
+        else:
+            # pods that run several executions stay up until closed: wait until they are idle
+            if any(p.ticks_ms for p in plan.pods):
+                run.up()
+            else:
+                run.wait_signal("started:A")
+            run.timeline(mono_ms())
+            run.settle()
         # a redelivery needs the first message idle for a lease; a fired trigger a moment to be taken
-        redelivery = any(p.path == "redelivery" for p in plan.pods)
+        redelivery = any(p.path == "redelivery" or "claim" in p.threads for p in plan.pods)
         time.sleep(((plan.lease_ms if redelivery else 0) + 300) / 1000)
+        if plan.layout != "pods":
+            run.settle()
         run.client.set(marker(run.prefix, CLOSE), "1", ex=600)
         for role, proc in run.procs.items():
             try:

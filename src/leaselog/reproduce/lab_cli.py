@@ -95,11 +95,26 @@ def campaign(
     return 0 if camp.ok else 1
 
 
+def totals_of(camp: Campaign) -> Table:
+    """Runs, failed runs, expected, found, missed, false, figure errors: with ids against without."""
+    t = Table(title="the same runs with execution ids and without", title_justify="left", show_edge=False)
+    cols = ("runs", "failedRuns", "expected", "found", "missed", "false", "figure_errors")
+    t.add_column("logs")
+    for c in cols:
+        t.add_column(c.replace("_", " ").replace("failedRuns", "failed runs"), justify="right")
+    for label, ids in (("with ids", True), ("without ids", False)):
+        row = camp.totals(ids)
+        t.add_row(label, *(str(row[c]) for c in cols))
+    return t
+
+
 def _summary(camp: Campaign, folder: Path, console: Console) -> None:
     rep = camp.report()
     console.print(
         table_of(rep["table"], f"leaselog reproduce random: {rep['runs']} runs, seed {camp.seed}"),
     )
+    console.print(table_of(rep["tableNoIds"], "the same runs without execution ids"))
+    console.print(totals_of(camp))
     failed = rep["failedRuns"]
     if failed:
         shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")
@@ -135,10 +150,13 @@ def replay(folder: Path, shape: str | None, diff: bool, quiet: bool) -> int:
     rs, _doc = score_folder(folder, truth, name)
     console.print(f"[bold]{truth['run']}[/bold] in shape {name}: {folder / name}/", highlight=False)
     print_items(rs, console)
+    no_ids, _doc = score_folder(folder, truth, name, ids=False)
+    console.print(f"[bold]without execution ids[/bold]: {folder / name}-no-ids/", highlight=False)
+    print_items(no_ids, console)
     diffs = differential(folder, truth) if diff else {}
     for s, d in diffs.items():
         console.print(f"[red]shape {s}[/red] differs from the flat logs: {'; '.join(d)}", highlight=False)
-    return 1 if rs.failed or diffs else 0
+    return 1 if rs.failed or no_ids.failed or diffs else 0
 
 
 def _replay_campaign(folder: Path, runs: list[Path], diff: bool, console: Console) -> int:
@@ -147,6 +165,8 @@ def _replay_campaign(folder: Path, runs: list[Path], diff: bool, console: Consol
     camp = Campaign(seeds.pop() if len(seeds) == 1 else -1, results)
     rep = camp.report()
     console.print(table_of(rep["table"], f"{folder}: {len(results)} kept runs scored again"))
+    console.print(table_of(rep["tableNoIds"], "the same runs without execution ids"))
+    console.print(totals_of(camp))
     failed = rep["failedRuns"]
     if failed:
         shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")

@@ -102,6 +102,7 @@ def keys(prefix: str, job_id: str) -> dict[str, str]:
         "schedule": f"{prefix}:schedule",
         "retry": f"{prefix}:retry-queue",
         "pending": f"{prefix}:pending-jobs",
+        "tick": f"{prefix}:tick",
     }
 
 
@@ -120,10 +121,12 @@ def iso_ms(wall_ns: int) -> str:
 
 
 class PodLog:
-    """The pod's JSONL log plus its ground-truth twin; safe to call from the work and renewal threads.
+    """The pod's JSONL log plus its ground-truth twin; safe to call from every thread of the pod.
 
     `clock_offset_ms` skews this pod's wall clock as a badly synchronised host would: the log's `ts` is
     true wall time + offset; the truth keeps the true wall time and CLOCK_MONOTONIC.
+    Every line carries the name of the thread that logged it (`thread`); a pod that runs several
+    executions logs each through its own `RunLog` (its execution id in the log, its true name in the truth).
     """
 
     def __init__(
@@ -139,15 +142,36 @@ class PodLog:
     def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
         """A line unrelated to leases, as real logs have between lease events (leaselog must ignore it)."""
         ts = iso_ms(time.time_ns() + self.offset_ns)
-        self._write({"ts": ts, "pod": self.pod, "level": "INFO", "logger": logger, "message": message}, None)
+        thread = threading.current_thread().name
+        line = {
+            "ts": ts,
+            "pod": self.pod,
+            "thread": thread,
+            "level": "INFO",
+            "logger": logger,
+            "message": message,
+        }
+        self._write(line, None)
+
+    def run(self, execution_id: str, run: str) -> RunLog:
+        """The log of one execution of this pod: `execution_id` as logged, `run` its true name."""
+        return RunLog(self, execution_id, run)
 
     def emit(
-        self, event: str, message: str, truth_extra: dict[str, Any] | None = None, **fields: Any
+        self,
+        event: str,
+        message: str,
+        truth_extra: dict[str, Any] | None = None,
+        *,
+        execution_id: str | None = None,
+        run: str | None = None,
+        **fields: Any,
     ) -> float:
         """Log one lease event now; returns the monotonic moment (ms) it was taken at.
 
         `truth_extra` goes to the ground truth only (e.g. when the acquiring request was sent).
         """
+        thread = threading.current_thread().name
         with self._lock:
             wall_ns = time.time_ns()
             m = mono_ms()
@@ -155,8 +179,9 @@ class PodLog:
                 "ts": iso_ms(wall_ns + self.offset_ns),
                 "level": "WARN" if event in ("ownership_lost", "job_stop_requested") else "INFO",
                 "jobId": self.job_id,
-                "executionId": self.execution_id,
+                "executionId": execution_id or self.execution_id,
                 "pod": self.pod,
+                "thread": thread,
                 "event": event,
                 "elapsedMs": round(m - self.t0),
                 **{k: v for k, v in fields.items() if v is not None},
@@ -166,6 +191,8 @@ class PodLog:
                 "event": event,
                 "monoMs": round(m, 3),
                 "wallMs": wall_ns // 1_000_000,
+                "run": run or self.execution_id,
+                "thread": thread,
                 **{k: v for k, v in fields.items() if v is not None},
                 **(truth_extra or {}),
             }
@@ -187,3 +214,20 @@ class PodLog:
     def close(self) -> None:
         self._log.close()
         self._truth.close()
+
+
+class RunLog:
+    """One execution's view of its pod's log (what the worker's attempt logs through)."""
+
+    def __init__(self, pod_log: PodLog, execution_id: str, run: str) -> None:
+        self.pod_log, self.execution_id, self.run = pod_log, execution_id, run
+
+    def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
+        self.pod_log.plain(message, logger)
+
+    def emit(
+        self, event: str, message: str, truth_extra: dict[str, Any] | None = None, **fields: Any
+    ) -> float:
+        return self.pod_log.emit(
+            event, message, truth_extra, execution_id=self.execution_id, run=self.run, **fields
+        )

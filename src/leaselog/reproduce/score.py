@@ -25,7 +25,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
 - figure errors: a matched figure off by more than 50 ms + twice the largest clock offset, or missing
   where the true figure exceeds that tolerance; for second_attempt the figure is the trigger path.
-Findings are matched to the truth by the workers' executionIds and the kind.
+Findings are matched to the truth by the kind and the true attempts they name (`attempt-a`, `attempt-a2`:
+pod A's first and second); campaign.py first rewrites leaselog's execution ids to those, matched by pod and
+time (identity.py), so logs with reused ids, restarting counters or no ids at all are judged alike.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
 from typing import Any
+
+from leaselog.reproduce.identity import run_name
 
 STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
 MAX_SKEW_MS = 250.0  # leaselog's default --max-skew
@@ -129,17 +133,22 @@ class RunScore:
 
 
 def attempts(truth: dict[str, Any]) -> list[Attempt]:
-    """Each pod's attempt, from its moments; pods that were never triggered made none."""
+    """Each attempt (a pod can run several, one after the other or on several threads), from its moments;
+    pods that were never triggered made none."""
     paths = {f"pod-{p['role'].lower()}": p["path"] for p in truth["plan"]["pods"]}
     kill = {f["role"]: f["startMono"] for f in truth["faults"] if f["kind"] == "crash" and "startMono" in f}
     # a pod that killed itself after its pickup (--die-after-trigger) crashed before the lock
     died = {p["role"] for p in truth["plan"]["pods"] if p.get("dies_after_trigger")}
     out = []
-    for pod, ms in sorted(truth["moments"].items()):
-        if not ms:
-            continue
-        a = Attempt(f"attempt-{pod.removeprefix('pod-')}", pod, paths.get(pod, "?"), ms)
+    runs: dict[tuple[str, str], list[Moment]] = {}
+    for pod, pod_ms in sorted(truth["moments"].items()):
+        for m in pod_ms:
+            runs.setdefault((pod, run_name(pod, m)), []).append(m)
+    for (pod, run), ms in runs.items():
+        a = Attempt(run, pod, paths.get(pod, "?"), ms)
         get = {e: a.first(e) for e in ("job_triggered", "lock_acquired", "lock_denied", "job_started")}
+        if get["job_triggered"] is not None and "path" in get["job_triggered"]:
+            a.path = get["job_triggered"]["path"]
         a.triggered = _mono(get["job_triggered"])
         a.acquired = _mono(get["lock_acquired"])
         a.denied = _mono(get["lock_denied"])

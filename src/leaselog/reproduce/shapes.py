@@ -21,7 +21,8 @@ from typing import Any
 
 Row = dict[str, Any]
 Pods = Mapping[str, list[Row]]
-META = ("ts", "pod", "level", "logger", "message")
+META = ("ts", "pod", "thread", "level", "logger", "message")
+THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
@@ -87,6 +88,17 @@ def iso(t: datetime, digits: int = 3, tz: timezone = UTC) -> str:
     return f"{base}.{frac}{zone}" if digits else f"{base}{zone}"
 
 
+def thread(row: Row, default: str = THREAD) -> str:
+    """The thread that logged the row (the worker's own name for it), or the layout's usual one."""
+    return str(row.get("thread") or default)
+
+
+def without_ids(pods: Pods) -> dict[str, list[Row]]:
+    """The same rows as a worker that logs no execution id would write them."""
+    drop = ("executionId", "execution_id")
+    return {pod: [{k: v for k, v in r.items() if k not in drop} for r in rows] for pod, rows in pods.items()}
+
+
 def kv(row: Row, job: str | None) -> Row:
     """The row's MDC / key-value fields (everything but time, pod, level, logger, message)."""
     out = {k: v for k, v in row.items() if k not in META}
@@ -137,7 +149,7 @@ def flat_app(row: Row, pod: str, job: str | None, *, with_ts: bool = True, with_
         rec["ts"] = row["ts"]
     if with_pod:
         rec["pod"] = pod
-    rec.update({k: v for k, v in row.items() if k in ("level", "logger", "message")})
+    rec.update({k: v for k, v in row.items() if k in ("thread", "level", "logger", "message")})
     rec.update(kv(row, job))
     return rec
 
@@ -152,7 +164,7 @@ def ecs_34(row: Row, pod: str, job: str | None) -> list[str]:
         "@timestamp": iso(row_time(row), 3),
         "log.level": level(row),
         "process.pid": 1,
-        "process.thread.name": "report-exec-1",
+        "process.thread.name": thread(row),
         "service.name": APP,
         "service.version": "1.4.2",
         "service.environment": "prod",
@@ -171,7 +183,7 @@ def ecs_35(row: Row, pod: str, job: str | None) -> list[str]:
     rec = {
         "@timestamp": iso(row_time(row), 6),
         "log": {"level": level(row), "logger": logger(row)},
-        "process": {"pid": 1, "thread": {"name": "report-exec-1"}},
+        "process": {"pid": 1, "thread": {"name": thread(row)}},
         "service": {"name": APP, "version": "1.4.2", "node": {"name": pod}},
         "message": row.get("message", ""),
         **_nest(_mdc(kv(row, job))),
@@ -198,7 +210,7 @@ def ecs_java(row: Row, pod: str, job: str | None) -> list[str]:
         "ecs.version": "1.2.0",
         "service.name": APP,
         "event.dataset": APP,
-        "process.thread.name": "report-exec-1",
+        "process.thread.name": thread(row),
         "log.logger": logger(row),
         "log": {"origin": {"file": {"name": "ReportJob.java", "line": 42}, "function": "run"}},
         "host.name": pod,
@@ -216,7 +228,7 @@ def logstash(row: Row, pod: str, job: str | None) -> list[str]:
         "@version": "1",
         "message": row.get("message", ""),
         "logger_name": logger(row),
-        "thread_name": "report-exec-1",
+        "thread_name": thread(row),
         "level": level(row),
         "level_value": 30000 if level(row) == "WARN" else 20000,
         "HOSTNAME": pod,
@@ -234,7 +246,7 @@ def logstash_epoch(row: Row, pod: str, job: str | None) -> list[str]:
         "@version": "1",
         "message": row.get("message", ""),
         "logger": logger(row),
-        "thread": "report-exec-1",
+        "thread": thread(row),
         "level": level(row),
         "levelVal": 20000,
         "HOSTNAME": pod,
@@ -255,7 +267,7 @@ def _gelf(row: Row, host: str, job: str | None) -> list[str]:
         "_level_name": level(row),
         "host": host,
         "_logger_name": logger(row),
-        "_thread_name": "report-exec-1",
+        "_thread_name": thread(row),
     }
     rec.update({f"_{k}": v for k, v in kv(row, job).items()})
     return [dumps(rec)]
@@ -302,6 +314,8 @@ def _otlp_batches(rows: list[Row], pod: str, job: str | None, per_batch: int = 3
         for row in rows[i : i + per_batch]:
             ns = int(row_time(row).timestamp() * 1000) * 1_000_000
             attrs = [{"key": _OTEL_NAMES.get(k, k), "value": _any(v)} for k, v in kv(row, job).items()]
+            if "thread" in row:  # OpenTelemetry's semantic convention for the logging thread
+                attrs.append({"key": "thread.name", "value": {"stringValue": str(row["thread"])}})
             records.append(
                 {
                     "timeUnixNano": str(ns),
@@ -511,8 +525,8 @@ def spring_console_line(row: Row, pod: str, job: str | None) -> list[str]:
     as logstash-logback-encoder's `kv()` renders them in the message; a stack trace under a WARN line."""
     pairs = " ".join(f"{k}={_kv_value(mdc_str(v))}" for k, v in kv(row, job).items())
     msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
-    thread = "scheduling-1" if "jobId" in row else "main"
-    line = f"{iso(row_time(row))} {level(row):>5} 1 --- [{APP}] [{thread:>15}] {logger(row):<40.40} : {msg}"
+    name = thread(row, "scheduling-1" if "jobId" in row else "main")
+    line = f"{iso(row_time(row))} {level(row):>5} 1 --- [{APP}] [{name:>15}] {logger(row):<40.40} : {msg}"
     if level(row) == "WARN":
         return [
             line,

@@ -14,10 +14,17 @@ Two lifecycles:
   stop at the next checkpoint, completion through a fencing check in Redis, owner-checked release.
 
 The randomized lab (`leaselog reproduce random`) varies it: triggers (stream, XAUTOCLAIM redelivery,
-scheduler, retry queue, poller), what a denied attempt does (`--on-denied`), quick renewal retries after an
-error (`--renew-retry-ms`), the completion's destination (`--completion`), a stop request ignored
-(`--ignore-stop`), one slow work unit, a skewed wall clock (`--clock-offset-ms`), and a Redis user of its
-own for the lease commands (so a network cut can be simulated with ACL).
+scheduler, retry queue, poller, the pod's own scheduler ticks), what a denied attempt does (`--on-denied`),
+quick renewal retries after an error (`--renew-retry-ms`), the completion's destination (`--completion`), a
+stop request ignored (`--ignore-stop`), one slow work unit, a skewed wall clock (`--clock-offset-ms`), and a
+Redis user of its own for the lease commands (so a network cut can be simulated with ACL).
+
+One process can run several executions: `--threads` gives the pod several worker threads (each with its
+trigger, e.g. `tick,tick` for a scheduler pool of two, `stream,claim` for a consumer that gets its own
+message redelivered), and `--runs` lets them take that many triggers in turn (a scheduler firing every few
+seconds). `--id-style` says what each execution logs as its id: `unique` (attempt-a, attempt-a2, ...),
+`counter` (1, 2, ... counted by this process, as many workers do) or `reused` (the same id every time, as
+a redelivered task keeps its id). Each line carries the name of the thread that logged it.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from leaselog.reproduce.pod import (
     RENEW_LUA,
     SCHEDULE_TAKE_LUA,
     PodLog,
+    RunLog,
     iso_ms,
     keys,
     marker,
@@ -56,8 +64,9 @@ from leaselog.reproduce.pod import (
     signal_list,
 )
 
-__all__ = ["GROUP", "Worker", "keys", "main", "marker", "mono_ms", "signal_list"]
+__all__ = ["GROUP", "Pod", "Worker", "keys", "main", "marker", "mono_ms", "signal_list"]
 
+TRIGGERS = ["stream", "claim", "scheduler", "retry", "poll", "tick"]
 COMPLETE_SCRIPTS = {
     "fenced": COMPLETE_LUA,
     "idempotent": COMPLETE_IDEMPOTENT_LUA,
@@ -69,9 +78,78 @@ class NoTrigger(Exception):
     """The harness closed the run before this pod was triggered: no attempt was made."""
 
 
-class Worker:
+THREAD_NAMES = {"tick": "scheduling", "scheduler": "scheduling", "stream": "consumer", "claim": "consumer"}
+TRIGGER_PATHS = {"tick": "scheduler", "scheduler": "scheduler", "claim": "redelivery", "retry": "retry"}
+
+
+class Pod:
+    """The worker process: its log, its threads, and the count of executions it ran."""
+
     def __init__(self, a: argparse.Namespace) -> None:
         self.a = a
+        self.log = PodLog(Path(a.log), Path(a.truth), a.job_id, a.execution_id, a.pod, a.clock_offset_ms)
+        self.triggers = a.threads.split(",") if a.threads else [a.trigger]
+        self._count = threading.Lock()
+        self.taken = 0
+        self.failure: BaseException | None = None
+
+    def next_seq(self) -> int:
+        with self._count:
+            self.taken += 1
+            return self.taken - 1
+
+    def ids(self, seq: int) -> tuple[str, str]:
+        """(the execution id it logs, its true name) for this pod's execution number `seq` (from 0)."""
+        true = self.a.execution_id if seq == 0 else f"{self.a.execution_id}{seq + 1}"
+        style = self.a.id_style
+        return (
+            str(seq + 1) if style == "counter" else self.a.execution_id if style == "reused" else true
+        ), true
+
+    def serve(self, index: int) -> None:
+        """One worker thread: take a trigger, run the attempt, again while runs are left."""
+        attempts = 0
+        try:
+            while self.taken < self.a.runs:
+                w = Worker(self.a, self, index, self.triggers[index])
+                if not w.run(quiet=attempts > 0):
+                    return
+                attempts += 1
+        except BaseException as e:  # a thread's SystemExit (a pod that gives up) must end the process too
+            self.failure = e
+
+    def main(self) -> int:
+        a = self.a
+        threading.current_thread().name = "main"
+        self.log.plain(
+            f"worker {a.pod} up, consumer of {keys(a.prefix, a.job_id)['stream']}", "o.s.b.StartupInfoLogger"
+        )
+        names = [f"{THREAD_NAMES.get(t, t)}-{i + 1}" for i, t in enumerate(self.triggers)]
+        if len(self.triggers) == 1:
+            threading.current_thread().name = names[0]
+            self.serve(0)
+        else:
+            threads = [threading.Thread(target=self.serve, args=(i,), name=n) for i, n in enumerate(names)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        self.log.close()
+        if self.failure is not None:
+            raise self.failure
+        return 0
+
+
+class Worker:
+    """One attempt of the pod: a trigger, the lock, the work, the release."""
+
+    def __init__(self, a: argparse.Namespace, pod: Pod, index: int = 0, trigger: str | None = None) -> None:
+        self.a = a
+        self.pod = pod
+        self.index = index
+        self.trigger = trigger or a.trigger
+        self.units = a.units
+        self.execution_id = a.execution_id
         self.k = keys(a.prefix, a.job_id)
         # Every lease command is bounded and sent once: a stalled Redis must surface as a timeout (an
         # uncertain outcome), never as a hang, and never be silently re-sent (redis-py retries by default).
@@ -85,7 +163,7 @@ class Worker:
         )
         # coordination with the scenario may wait out a Redis stall; it must not die of it
         self.coord: Any = redis.Redis.from_url(a.redis, socket_timeout=COORDINATION_TIMEOUT_S)
-        self.log = PodLog(Path(a.log), Path(a.truth), a.job_id, a.execution_id, a.pod, a.clock_offset_ms)
+        self.log: RunLog = pod.log.run(a.execution_id, a.execution_id)
         self.owner = str(uuid.uuid4())
         self.token: int | None = None
         self.entry_id: str | None = None
@@ -133,72 +211,82 @@ class Worker:
             time.sleep(POLL_S)
 
     # -- trigger ------------------------------------------------------------------------------------
-    def take_trigger(self) -> None:
+    def take_trigger(self) -> tuple[str, dict[str, Any]]:
+        """Wait for this attempt's trigger; its job_triggered line (message, fields) for `bind` to log."""
         a = self.a
         end = time.monotonic() + COORDINATION_TIMEOUT_S
         while time.monotonic() < end:
             if self.closed():
                 raise NoTrigger
-            if a.trigger == "stream":
+            if self.trigger == "stream":
                 got = self.coord.xreadgroup(GROUP, a.pod, {self.k["stream"]: ">"}, count=1, block=100)
                 if got:
                     entry_id, _fields = got[0][1][0]
-                    self._stream_triggered(entry_id)
-                    return
-            elif a.trigger == "claim":
+                    return self._stream_triggered(entry_id)
+            elif self.trigger == "claim":
                 # the redelivery path: an entry another consumer took and has not acknowledged (nor
                 # heartbeated) for a lease's length is claimed, as Kafka redelivers after a rebalance
                 _next, claimed, *_ = self.coord.xautoclaim(
                     self.k["stream"], GROUP, a.pod, min_idle_time=a.claim_idle_ms, count=1
                 )
                 if claimed:
-                    self._stream_triggered(claimed[0][0])
-                    return
+                    return self._stream_triggered(claimed[0][0])
                 time.sleep(POLL_S)
-            elif a.trigger == "retry":
+            elif self.trigger == "retry":
                 # a retry queue (the job's caller, or a failed attempt's handler, asks again)
                 got = self.coord.blpop([self.k["retry"]], timeout=0.1)
                 if got:
-                    self.log.emit(
-                        "job_triggered", f"retrying {a.job_id}", trigger="retry", attempt=int(got[1])
-                    )
-                    return
-            elif a.trigger == "poll":
+                    return f"retrying {a.job_id}", {"trigger": "retry", "attempt": int(got[1])}
+            elif self.trigger == "poll":
                 # a poller that scans a table of pending jobs
                 if self.coord.srem(self.k["pending"], a.job_id):
-                    self.log.emit("job_triggered", f"poller found {a.job_id} pending", trigger="poll")
-                    return
+                    return f"poller found {a.job_id} pending", {"trigger": "poll"}
                 time.sleep(4 * POLL_S)
+            elif self.trigger == "tick":
+                # the pod's own scheduler (every pod fires the job; the lock decides which one runs it)
+                got = self.coord.blpop([f"{self.k['tick']}:{a.pod}"], timeout=0.1)
+                if got:
+                    fields = {"trigger": "scheduler", "schedule": "report-schedule"}
+                    return f"scheduler fired {a.job_id}", {
+                        **fields,
+                        "scheduledAt": iso_ms(int(got[1]) * 1_000_000),
+                    }
             else:
                 due = self.take_schedule(keys=[self.k["schedule"]], args=[time.time_ns() // 1_000_000])
                 if due:
                     scheduled_at = iso_ms(int(float(due[1])) * 1_000_000)
-                    self.log.emit(
-                        "job_triggered",
-                        f"scheduler fired {a.job_id}",
-                        trigger="scheduler",
-                        schedule="report-schedule",
-                        scheduledAt=scheduled_at,
-                    )
-                    return
+                    fields = {
+                        "trigger": "scheduler",
+                        "schedule": "report-schedule",
+                        "scheduledAt": scheduled_at,
+                    }
+                    return f"scheduler fired {a.job_id}", fields
                 time.sleep(POLL_S)
         raise SystemExit(f"{a.pod}: no trigger within {COORDINATION_TIMEOUT_S:.0f}s")
 
-    def _stream_triggered(self, entry_id: bytes | str) -> None:
+    def bind(self, line: tuple[str, dict[str, Any]]) -> None:
+        """The trigger came: this attempt takes the pod's next execution number, and logs its trigger."""
+        seq = self.pod.next_seq()
+        self.execution_id, true = self.pod.ids(seq)
+        self.log = self.pod.log.run(self.execution_id, true)
+        units = [int(x) for x in self.a.units_list.split(",")] if self.a.units_list else []
+        self.units = units[min(seq, len(units) - 1)] if units else self.a.units
+        path = self.a.path if self.trigger == self.a.trigger else TRIGGER_PATHS.get(self.trigger, self.a.path)
+        self.log.emit("job_triggered", line[0], truth_extra={"path": path}, **line[1])
+
+    def _stream_triggered(self, entry_id: bytes | str) -> tuple[str, dict[str, Any]]:
         self.entry_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         pending = self.coord.xpending_range(
             self.k["stream"], GROUP, min=self.entry_id, max=self.entry_id, count=1
         )
         delivered = int(pending[0]["times_delivered"]) if pending else 1
-        self.log.emit(
-            "job_triggered",
-            f"received report request {self.entry_id} from {self.k['stream']}",
-            trigger="stream",
-            topic=self.k["stream"],
-            messageId=self.entry_id,
-            deliveryCount=delivered,
-            consumerGroup=GROUP,
-        )
+        return f"received report request {self.entry_id} from {self.k['stream']}", {
+            "trigger": "stream",
+            "topic": self.k["stream"],
+            "messageId": self.entry_id,
+            "deliveryCount": delivered,
+            "consumerGroup": GROUP,
+        }
 
     def ack(self) -> None:
         if self.entry_id is not None:
@@ -327,18 +415,18 @@ class Worker:
         return True
 
     # -- the job ------------------------------------------------------------------------------------
-    def run(self) -> int:
+    def run(self, quiet: bool = False) -> bool:
+        """One attempt; False when no trigger came (the harness closed the run)."""
         a = self.a
-        self.log.plain(f"worker {a.pod} up, consumer of {self.k['stream']}", logger="o.s.b.StartupInfoLogger")
         try:
             if a.start_after:
                 self.wait_marker(a.start_after)
-            self.take_trigger()
+            self.bind(self.take_trigger())
         except NoTrigger:
-            self.log.plain(f"worker {a.pod}: nothing to do", logger="o.s.b.StartupInfoLogger")
-            self.mark(f"done:{a.role}")
-            self.log.close()
-            return 0
+            if not quiet:
+                self.log.plain(f"worker {a.pod}: nothing to do", logger="o.s.b.StartupInfoLogger")
+                self.mark(f"done:{a.role}")
+            return False
         self.mark(f"triggered:{a.role}")
         if a.die_after_trigger:
             # a crash between the pickup and the lock (OOM-killed, node lost): job_triggered, then nothing
@@ -346,10 +434,10 @@ class Worker:
         if not self.acquire():
             self.ack()  # the job is running elsewhere: this request is handled
             self.mark(f"done:{a.role}")
-            self.log.close()
-            return 0
+            return True
         if a.renew:
-            self.renewer = threading.Thread(target=self.renewal_loop, name="lease-renewal", daemon=True)
+            name = f"lease-renewal-{self.index + 1}"
+            self.renewer = threading.Thread(target=self.renewal_loop, name=name, daemon=True)
             self.renewer.start()
         outcome: str | None = None
         try:
@@ -360,7 +448,7 @@ class Worker:
                 if a.wait_for:
                     if self.coord.exists(marker(a.prefix, a.wait_for)):
                         break
-                elif done >= a.units:
+                elif done >= self.units:
                     break
                 if a.renew and not self.checkpoint():
                     break
@@ -402,8 +490,7 @@ class Worker:
         if a.mark_after:
             self.mark(a.mark_after)
         self.mark(f"done:{a.role}")
-        self.log.close()
-        return 0
+        return True
 
     def completion(self) -> str:
         a = self.a
@@ -412,7 +499,7 @@ class Worker:
         time.sleep(a.gap_ms / 1000)  # serialise the report for the write
         try:
             res = self.complete(
-                keys=[self.k["result"], self.k["effects"]], args=[self.token or 0, a.execution_id]
+                keys=[self.k["result"], self.k["effects"]], args=[self.token or 0, self.execution_id]
             )
             outcome, highest = (res[0].decode() if isinstance(res[0], bytes) else str(res[0])), int(res[1])
         except redis.TimeoutError:
@@ -458,7 +545,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--role", required=True)
     p.add_argument("--log", required=True)
     p.add_argument("--truth", required=True)
-    p.add_argument("--trigger", choices=["stream", "claim", "scheduler", "retry", "poll"], required=True)
+    p.add_argument("--trigger", choices=TRIGGERS, required=True)
+    p.add_argument(
+        "--path", default="first", help="the true trigger path of this pod's attempts (truth only)"
+    )
+    p.add_argument("--threads", default=None, help="one trigger per worker thread, e.g. tick,tick")
+    p.add_argument("--runs", type=int, default=1, help="executions this process runs at most")
+    p.add_argument("--units-list", default=None, help="units of work of each execution in turn, e.g. 3,3,25")
+    p.add_argument("--id-style", choices=["unique", "counter", "reused"], default="unique")
     p.add_argument("--attempt", type=int, default=1, help="this attempt's number (the retry path counts)")
     p.add_argument("--claim-idle-ms", type=int, default=5000)
     p.add_argument("--start-after", default=None, help="wait for this marker before taking a trigger")
@@ -489,15 +583,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if a.fenced:
         a.completion = "fenced"
+    if a.threads and any(t not in TRIGGERS for t in a.threads.split(",")):
+        p.error(f"--threads: each trigger one of {', '.join(TRIGGERS)}")
     return a
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse_args(sys.argv[1:] if argv is None else argv)
-    worker = Worker(a)
+    pod = Pod(a)
     sys.stdout.write(f"{a.pod} pid {os.getpid()}\n")
     sys.stdout.flush()
-    return worker.run()
+    return pod.main()
 
 
 if __name__ == "__main__":

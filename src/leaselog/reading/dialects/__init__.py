@@ -31,6 +31,16 @@ class Rule:
     fields: Mapping[str, str] = field(default_factory=dict)
     # which library versions print it this way (wordings change between versions that are still in use)
     versions: str = ""
+    # the rule's short name (`locked`, `not-executing`): the event's `raw_event` is `<dialect>/<name>`
+    name: str = ""
+    # a literal that must occur in the line's record or in the stack trace logged under it, else the line
+    # is no lease event (Spring's "Unexpected error occurred in scheduled task" is about a lock only when
+    # its trace says so)
+    confirm: str = ""
+    # the message names no lock: the job is the one last acquired on the same pod and thread
+    job_from_thread: bool = False
+    # `job_id` is a list of names (`a, b`): one event per name
+    job_list: bool = False
 
     def compiled(self) -> re.Pattern[str]:
         return _compile(self.pattern)
@@ -44,6 +54,10 @@ class Sample:
     line: str
     event: str | None
     fields: Mapping[str, str] = field(default_factory=dict)
+    # lines the library (or the framework) prints around it that the sample needs: the acquisition a
+    # job-from-thread message refers to (`before`), the stack trace a confirmed rule reads (`after`)
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,20 +71,48 @@ class Dialect:
     # loggers whose lines this dialect reads (to say "turn X to DEBUG" when only other lines are seen)
     loggers: tuple[str, ...] = ()
     advice: str = ""  # what to log or configure when the library leaves something out
+    # literals whose presence in a file (its first lines) says the library is in use even when none of its
+    # lines is (a package name in a start-up line, a logger at INFO): for "turn logger X to DEBUG"
+    hints: tuple[str, ...] = ()
+    # how to turn its loggers on (Spring Boot property, logback, log4j2)
+    enable: str = ""
+    # what it cannot measure from its own lines (said in findings and in docs/DIALECTS.md)
+    cannot_measure: str = ""
 
     def match(self, message: str) -> tuple[str, dict[str, str]] | None:
         """The first rule matching `message`: (canonical event, fields from named groups and constants)."""
+        hit = self.match_rule(message)
+        return None if hit is None else (hit[0].event, hit[1])
+
+    def match_rule(self, message: str) -> tuple[Rule, dict[str, str]] | None:
+        """The first rule matching `message`, and its fields (named groups over the rule's constants)."""
         if not any(n in message for n in self.needles):
             return None
         for rule in self.rules:
             m = rule.compiled().search(message)
             if m:
                 got = {k: v for k, v in m.groupdict().items() if v is not None}
-                return rule.event, {**rule.fields, **got}
+                duration = got.pop("lease_duration", None)
+                if duration is not None and (ms := iso_duration_ms(duration)) is not None:
+                    got["lease_ms"] = str(ms)
+                return rule, {**rule.fields, **got}
         return None
+
+    def rule_named(self, name: str) -> Rule | None:
+        return next((r for r in self.rules if (r.name or r.event) == name), None)
 
 
 _CACHE: dict[str, re.Pattern[str]] = {}
+_ISO_DURATION = re.compile(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?\Z")
+
+
+def iso_duration_ms(text: str) -> int | None:
+    """A `java.time.Duration` as it prints (`PT30S`, `PT1M30.5S`, `PT2H`) in milliseconds, or None."""
+    m = _ISO_DURATION.match(text)
+    if m is None or not any(m.groups()):
+        return None
+    h, mi, sec = m.groups()
+    return round((int(h or 0) * 3600 + int(mi or 0) * 60 + float(sec or 0)) * 1000)
 
 
 def _compile(pattern: str) -> re.Pattern[str]:
@@ -96,5 +138,53 @@ def _discover() -> tuple[Dialect, ...]:
 
 DIALECTS: tuple[Dialect, ...] = _discover()
 BY_NAME: dict[str, Dialect] = {d.name: d for d in DIALECTS}
+# every dialect's needles: a line with none of them is never handed to a dialect's regex
+NEEDLES: tuple[str, ...] = tuple(dict.fromkeys(n for d in DIALECTS for n in d.needles))
+NEEDLE_BYTES: tuple[bytes, ...] = tuple(n.encode() for n in NEEDLES)
 
-__all__ = ["BY_NAME", "DIALECTS", "Dialect", "Rule", "Sample"]
+
+@dataclass(frozen=True)
+class Hit:
+    """A message some dialect reads: the dialect, its rule, and the canonical fields the message gives."""
+
+    dialect: Dialect
+    rule: Rule
+    fields: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        """What the event's `raw_event` says: `<dialect>/<rule name>`."""
+        return f"{self.dialect.name}/{self.rule.name or self.rule.event}"
+
+
+def match_message(message: str) -> Hit | None:
+    """The first dialect (in name order) whose rule reads `message`, or None. Cheap on messages no dialect
+    reads: each dialect looks for its needles before any regex runs."""
+    for dialect in DIALECTS:
+        got = dialect.match_rule(message)
+        if got is not None:
+            return Hit(dialect, got[0], got[1])
+    return None
+
+
+def rule_of(label: str) -> tuple[Dialect, Rule] | None:
+    """The dialect and rule a `raw_event` label (`<dialect>/<rule name>`) names, or None."""
+    name, _, rule_name = label.partition("/")
+    dialect = BY_NAME.get(name)
+    rule = dialect.rule_named(rule_name) if dialect is not None else None
+    return None if dialect is None or rule is None else (dialect, rule)
+
+
+__all__ = [
+    "BY_NAME",
+    "DIALECTS",
+    "NEEDLES",
+    "NEEDLE_BYTES",
+    "Dialect",
+    "Hit",
+    "Rule",
+    "Sample",
+    "iso_duration_ms",
+    "match_message",
+    "rule_of",
+]

@@ -7,14 +7,18 @@ One shape, `spring-console`, reads the default patterns of the JVM's logging sta
   `spring.application.name` is set; a tracing correlation block may follow the thread);
 - Spring Boot 2.x: the same with a local time `2026-11-29 10:00:00.101` and no zone;
 - Logback's and Log4j2's defaults: `10:00:00.101 [main] INFO  c.e.Foo - message` (time of day only:
-  the reader adds the date, from the file's name or its modification time); a leading date is read too.
+  the reader adds the date, from the file's name or its modification time); a leading date is read too;
+- two common variants of Spring Boot's: the MDC (`%X`) between the time and the level
+  (`TIME traceId=.., spanId=.., jobId=.. DEBUG PID --- [thread] logger : message`), and the tracing
+  correlation block after the level (`TIME  INFO [app,traceId,spanId] PID --- [thread] logger : message`,
+  Sleuth's and Micrometer Tracing's documented `logging.pattern.level`).
 
 Lease fields come from `key=value` pairs anywhere after the header: in the message (logstash-logback-
 encoder's `kv()`, the article's `printf`) or in an MDC block (`[jobId=.. executionId=..]`, `%mdc`'s
 `k1=v1, k2=v2`). A pair repeated in one line resolves last-wins, as duplicate JSON keys do.
 
-Noise (`is_noise`): the Spring banner, `Picked up JAVA_TOOL_OPTIONS`, JVM warnings, Logback/Log4j2 status
-lines, SLF4J's own messages. Such lines are unrelated to leases: ignored, never malformed, and never
+Noise (`is_noise`): the Spring banner, `Picked up JAVA_TOOL_OPTIONS`, JVM warnings and unified-logging lines
+(`[0.004s][warning][os,container] ...`), Logback/Log4j2 status lines, SLF4J's own messages. Such lines are unrelated to leases: ignored, never malformed, and never
 counted when a file's shape is decided.
 """
 
@@ -28,13 +32,18 @@ from leaselog.reading.formats._common import Malformed, Record, decode
 Obj = dict[str, Any] | None
 
 _LEVEL = r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL|SEVERE|NOTICE)"
-# Spring Boot 3.x (RFC 3339 with zone) and 2.x (local, space-separated); `%5p` pads the level
+# Spring Boot 3.x (RFC 3339 with zone) and 2.x (local, space-separated); `%5p` pads the level. Two
+# variants of the pattern are common: the MDC (`%X`: `traceId=.., spanId=.., jobId=..`) between the time
+# and the level, and a correlation block right after the level: Sleuth's and Micrometer Tracing's
+# documented `logging.pattern.level=%5p [${spring.application.name:},%X{traceId:-},%X{spanId:-}]`
 _SPRING = re.compile(
     r"(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d(?::?\d\d)?)?)\s+"
-    + _LEVEL
-    + r"\s+(?P<pid>\d+)\s+---\s+(?P<brackets>(?:\[[^\]]*\]\s*)+)(?P<logger>\S+)\s*:\s?(?P<msg>.*)\Z",
+    r"(?P<mdc>(?:[A-Za-z_][\w.\-]*=[^\s,]*,?\s+)*)" + _LEVEL + r"\s+(?:\[(?P<corr>[^\]\s]*)\]\s+)?"
+    r"(?P<pid>\d+)\s+---\s+(?P<brackets>(?:\[[^\]]*\]\s*)+)(?P<logger>\S+)\s*:\s?(?P<msg>.*)\Z",
     re.DOTALL,
 )
+# the correlation block's parts, in the documented order (`[app,traceId,spanId]`, Sleuth adds `,exportable`)
+_CORRELATION = ("spring.application.name", "traceId", "spanId", "exportable")
 # Logback's and Log4j2's default `%d{HH:mm:ss.SSS} [%thread] %-5level %logger{36} - %msg%n` (a date in
 # front is read too: a common variant of the pattern)
 _LOGBACK = re.compile(
@@ -74,11 +83,17 @@ def console_record(text: str) -> Record | None:
             "logger": m.group("logger"),
             "message": m.group("msg"),
         }
+        if m.group("corr") is not None:
+            for key, value in zip(_CORRELATION, m.group("corr").split(","), strict=False):
+                if value:
+                    rec[key] = value
         if len(brackets) >= 2:  # [app] [thread] (then a correlation block, if tracing is on)
             rec["spring.application.name"] = brackets[0]
             rec["thread"] = brackets[1]
         elif brackets:
             rec["thread"] = brackets[0]
+        if m.group("mdc"):
+            _pairs(m.group("mdc"), rec)
         _pairs(m.group("brackets"), rec)
         _pairs(m.group("msg"), rec)
         return rec
@@ -138,6 +153,8 @@ _NOISE = re.compile(
     rb"|(?:OpenJDK|Java HotSpot\(TM\)|Eclipse OpenJ9).{0,40}VM warning:"
     rb"|WARNING: "
     rb"|Listening for transport dt_socket"
+    # the JVM's unified logging (-Xlog, JDK 9+): `[0.004s][warning][os,container] ...`, decorations first
+    rb"|(?:\[[^\]\n]{1,40}\])*?\[(?:error|warning|info|debug|trace|develop)\s*\]\[[a-z0-9_,]+\s*\]"
     rb"|NOTE: Picked up"
     # logging frameworks talking about themselves
     rb"|\d\d:\d\d:\d\d,\d{3} \|-(?:INFO|WARN|ERROR|DEBUG)"

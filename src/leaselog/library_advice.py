@@ -1,0 +1,79 @@
+"""Advice from the lock library itself, added to findings about jobs whose lease lines a library's dialect
+read (leaselog.reading.dialects): where the library's own behaviour is the cause, and what it cannot
+measure (and so what to log).
+
+An advice is keyed by the dialect's rule labels (`raw_event` `<dialect>/<rule>`) seen among the job's
+events and the finding's kind; each is a sentence appended to the finding's message.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["library_advice"]
+
+_SHEDLOCK_LONG = (
+    " ShedLock: the run took longer than lockAtMostFor (the lease its `Locked '..', lock will be held at most "
+    "until` line gives): raise lockAtMostFor above the longest run, or extend the lock while the task runs "
+    "(KeepAliveLockProvider, or LockExtender.extendActiveLock). ShedLock's Redis provider deletes the key by "
+    "name when the task ends (no owner check before 6.7, nor in later versions unless safeUpdate is on), so "
+    "this run's unlock can delete the next holder's lock."
+)
+_SHEDLOCK_UNMEASURED = (
+    " ShedLock logs no renewal of its locks (KeepAliveLockProvider's are at TRACE): to measure them, set "
+    "logging.level.net.javacrumbs.shedlock.support=TRACE."
+)
+_REDISSON = (
+    " Redisson's watchdog could not extend the lock: the lease lapses at most lockWatchdogTimeout (30 s by "
+    "default) after its last good renewal, and another client can take it then."
+)
+_REDISSON_OLD = (
+    " This is the old wording (`Can't update lock .. expiration`, Redisson before 3.44.0): in those versions "
+    "the watchdog stops after this one failure and never extends the lock again; upgrade to 3.44.0 or later "
+    "(renewal is retried), or keep the task shorter than lockWatchdogTimeout."
+)
+_REGISTRY = (
+    " Spring Integration RedisLockRegistry found its key expired at unlock (`Lock was released in the store "
+    "due to expiration`): the task ran longer than the registry's expireAfter (60 s by default). Without a "
+    "renewal scheduler (setRenewalTaskScheduler, 6.4+) nothing renews the lock: set one, or raise "
+    "expireAfter above the longest run. Its acquired line's lockedAt is stale: leaselog takes the line's time."
+)
+
+# (rule label prefix, finding kinds, advice)
+_ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("shedlock/locked", ("lease_outlived", "overlapping_executions"), _SHEDLOCK_LONG),
+    ("shedlock/locked", ("renewal_gap", "lease_outlived"), _SHEDLOCK_UNMEASURED),
+    ("redisson/watchdog-failed", ("renewal_failed", "lease_outlived", "overlapping_executions"), _REDISSON),
+    ("redisson/watchdog-failed-old", ("renewal_failed",), _REDISSON_OLD),
+    (
+        "spring-redis-lock-registry/expired",
+        ("stale_release", "release_failed", "lease_outlived", "overlapping_executions"),
+        _REGISTRY,
+    ),
+)
+
+
+def library_advice(findings: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """`findings` (FINDING_SCHEMA) with each finding about a job a lock library logged given that
+    library's advice. A no-op (and cheap) when no dialect read any line."""
+    if not findings.height or not events.height:
+        return findings
+    labelled = events.filter(pl.col("raw_event").str.contains("/", literal=True)).select(
+        "job_id", "raw_event"
+    )
+    if not labelled.height:
+        return findings
+    labels: dict[str | None, set[str]] = {}
+    for job, names in labelled.group_by("job_id").agg(pl.col("raw_event").unique()).iter_rows():
+        labels[job] = set(names)
+    if not any(any(lbl.startswith(p) for p, _, _ in _ADVICE for lbl in s) for s in labels.values()):
+        return findings
+    message = findings["message"].to_list()
+    for i, (job, kind) in enumerate(findings.select("job_id", "kind").iter_rows()):
+        seen = labels.get(job)
+        if not seen:
+            continue
+        for prefix, kinds, advice in _ADVICE:
+            if kind in kinds and any(lbl.startswith(prefix) for lbl in seen) and advice not in message[i]:
+                message[i] += advice
+    return findings.with_columns(pl.Series("message", message, dtype=pl.String))

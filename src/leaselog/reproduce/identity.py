@@ -1,0 +1,92 @@
+"""Which true attempt each of leaselog's executions is: matched by pod and time, never by name.
+
+A lab run's truth names every attempt (`attempt-a`, `attempt-a2`, ...: pod A's first and second) whatever
+id its worker logged: a unique one, a counter that restarts with the process, the same id every time, or
+none at all (then leaselog names the executions it infers itself). To hold findings against the truth,
+each execution leaselog reconstructed is matched to the attempt on the same pod whose logged lines span
+the same time (the truth knows each moment's true wall time and the pod's clock offset, so it knows the
+`ts` the line was logged with), and every finding's `executionIds` is rewritten to those true names.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+# a line's `ts` is the truth's wall time + the pod's offset, both in whole ms; the margin only absorbs
+# renderings that round to coarser steps
+SLACK_MS = 2.0
+
+
+@dataclass(frozen=True)
+class TrueRun:
+    name: str
+    pod: str
+    first_ms: float  # the first and last lease line of the attempt, in the pod's logged (skewed) time
+    last_ms: float
+
+
+def run_name(pod: str, moment: dict[str, Any]) -> str:
+    """A moment's true attempt: the worker records it; older truths had one attempt per pod."""
+    return str(moment.get("run") or f"attempt-{pod.removeprefix('pod-')}")
+
+
+def true_runs(truth: dict[str, Any]) -> list[TrueRun]:
+    offsets = truth.get("offsets", {})
+    spans: dict[tuple[str, str], list[float]] = {}
+    for pod, ms in truth["moments"].items():
+        off = float(offsets.get(pod, 0))
+        for m in ms:
+            if "wallMs" in m:
+                spans.setdefault((pod, run_name(pod, m)), []).append(float(m["wallMs"]) + off)
+    return [TrueRun(name, pod, min(ts), max(ts)) for (pod, name), ts in spans.items()]
+
+
+def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[str, str]:
+    """leaselog's execution id -> the true attempt it is (same pod, closest span of logged time)."""
+    runs = true_runs(truth)
+    if not runs or executions.height == 0:
+        return {}
+    ex = executions.filter(pl.col("job_id") == truth["job"]).select(
+        "execution_id",
+        "pod",
+        pl.col("first_seen").dt.epoch("ms").cast(pl.Float64).alias("first"),
+        pl.col("last_seen").dt.epoch("ms").cast(pl.Float64).alias("last"),
+    )
+    pods = {r.pod for r in runs}
+    out: dict[str, str] = {}
+    for eid, pod, first, last in ex.iter_rows():
+        if first is None:
+            continue
+        cands = [r for r in runs if r.pod == pod] if pod in pods else runs
+        if not cands:
+            continue
+        end = first if last is None else last
+        out[str(eid)] = min(cands, key=lambda r: _distance(r, first, end)).name
+    return out
+
+
+def _distance(r: TrueRun, first: float, last: float) -> tuple[bool, float]:
+    """The attempt whose span holds the execution's first line wins; among several (threads of one pod
+    running at once), the one that began and ended closest to it."""
+    inside = r.first_ms - SLACK_MS <= first <= r.last_ms + SLACK_MS
+    return (not inside, abs(r.first_ms - first) + abs(r.last_ms - last))
+
+
+def translate(doc: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A copy of leaselog's document with every finding's executionIds in true names."""
+    out = copy.copy(doc)
+    out["findings"] = []
+    for f in doc["findings"]:
+        g = dict(f)
+        if f.get("executionIds"):
+            g["executionIds"] = [names.get(e, e) for e in f["executionIds"]]
+        out["findings"].append(g)
+    return out
+
+
+def execution_count(executions: pl.DataFrame, job: str) -> int:
+    return executions.filter(pl.col("job_id") == job).height

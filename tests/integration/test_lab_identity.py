@@ -1,0 +1,231 @@
+"""The lab's proof of execution identity without ids: pods that run a job several times, on real Redis, give
+the same findings with execution ids and without them.
+
+Each deterministic run below is one layout the randomized campaign also draws (reproduce/layouts.py): a
+pod whose scheduler fires the same job every 1.5 s (per-pod id counters), a pod with a scheduler pool of
+two threads (the second acquires after the first one's lease expired while it still runs), and a message
+redelivered to another consumer thread of the same pod (a unique id, and the same id reused).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import leaselog
+from leaselog.reproduce import shapes
+from leaselog.reproduce.campaign import differential, score_run, write_shape
+from leaselog.reproduce.identity import translate, true_names
+from leaselog.reproduce.lab import Plan, PodPlan, play
+from leaselog.reproduce.server import throwaway_redis
+
+# -- renderings without ids -------------------------------------------------------------------------
+
+
+def _row(ts: str, thread: str, eid: str, event: str, **kw: Any) -> dict[str, Any]:
+    return {
+        "ts": f"2026-11-02T08:00:{ts}Z",
+        "level": "INFO",
+        "jobId": "report-1",
+        "executionId": eid,
+        "pod": "pod-a",
+        "thread": thread,
+        "event": event,
+        **kw,
+        "message": event,
+    }
+
+
+ROWS = {
+    "pod-a": [
+        {
+            "ts": "2026-11-02T08:00:00.000Z",
+            "pod": "pod-a",
+            "thread": "main",
+            "level": "INFO",
+            "message": "up",
+        },
+        _row("00.100", "scheduling-1", "1", "job_triggered", trigger="scheduler"),
+        _row("00.102", "scheduling-1", "1", "lock_acquired", leaseMs=1000),
+        _row("01.300", "scheduling-2", "2", "job_triggered", trigger="scheduler"),
+        _row("01.302", "scheduling-2", "2", "lock_acquired", leaseMs=1000),
+        _row("01.800", "scheduling-2", "2", "lock_released", released=True),
+        _row("02.400", "scheduling-1", "1", "lock_released", released=False),
+    ]
+}
+
+
+def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: Path) -> None:
+    rows = shapes.without_ids(ROWS)
+    assert all("executionId" not in r for r in rows["pod-a"])
+    for name in shapes.SHAPES:
+        paths = write_shape(rows, name, tmp_path / name)
+        text = "".join(p.read_text(encoding="utf-8") for p in paths)
+        assert "executionId" not in text and "execution_id" not in text, name
+        assert "scheduling-2" in text, name
+        ev = leaselog.analyze(paths, keep_fields=False).events
+        threads = set(ev.filter(pl.col("job_id") == "report-1")["thread"].to_list())
+        assert threads == {"scheduling-1", "scheduling-2"}, name
+
+
+def test_executions_are_matched_to_true_attempts_by_pod_and_time() -> None:
+    def m(event: str, wall: int, run: str) -> dict[str, Any]:
+        return {"event": event, "monoMs": float(wall), "wallMs": wall, "run": run}
+
+    t0 = 1_800_000_000_000
+    truth = {
+        "job": "report-1",
+        "offsets": {"pod-a": 20, "pod-b": 0},
+        "moments": {
+            "pod-a": [
+                m("lock_acquired", t0, "attempt-a"),
+                m("lock_acquired", t0 + 1300, "attempt-a2"),
+                m("lock_released", t0 + 1800, "attempt-a2"),
+                m("lock_released", t0 + 2400, "attempt-a"),
+            ],
+            "pod-b": [m("lock_acquired", t0 + 2000, "attempt-b"), m("lock_released", t0 + 2100, "attempt-b")],
+        },
+    }
+
+    ex = pl.DataFrame(
+        {
+            "job_id": ["report-1"] * 4,
+            "execution_id": ["1", "2", "report-1@pod-a", "1b"],
+            "pod": ["pod-a", "pod-a", "pod-a", "pod-b"],
+            "first_seen": [t0 + 20, t0 + 1320, t0 + 20, t0 + 2000],
+            "last_seen": [t0 + 2420, t0 + 1820, t0 + 2420, t0 + 2100],
+        }
+    ).with_columns(pl.col("first_seen", "last_seen").cast(pl.Datetime("ms", "UTC")))
+    names = true_names(truth, ex)
+    # the logged times are the pod's skewed clock: pod-a's lines are 20 ms ahead of the true wall time
+    assert names == {"1": "attempt-a", "2": "attempt-a2", "report-1@pod-a": "attempt-a", "1b": "attempt-b"}
+    doc = {"findings": [{"kind": "overlapping_executions", "executionIds": ["1", "2"]}]}
+    assert translate(doc, names)["findings"][0]["executionIds"] == ["attempt-a", "attempt-a2"]
+    assert doc["findings"][0]["executionIds"] == ["1", "2"]  # the document itself is left alone
+
+
+# -- real runs ------------------------------------------------------------------------------------------
+
+
+def _plan(index: int, layout: str, id_style: str, pods: list[PodPlan]) -> Plan:
+    return Plan(
+        seed=0,
+        index=index,
+        lease_ms=1000,
+        renew=False,
+        renewal_ms=300,
+        margin_ms=100,
+        op_timeout_ms=100,
+        renew_retry_ms=0,
+        completion="none",
+        ignore_stop=False,
+        fault="none",
+        fault_at_ms=0,
+        fault_ms=0,
+        shape="flat",
+        pods=tuple(pods),
+        layout=layout,
+        id_style=id_style,
+    )
+
+
+def _pod(
+    role: str, path: str, threads: tuple[str, ...], units: tuple[int, ...], ticks: tuple[int, ...]
+) -> PodPlan:
+    on_denied = "wait" if "claim" in threads else "exit"
+    return PodPlan(role, path, None, on_denied, units[0], 0, False, threads, units, ticks)
+
+
+PLANS = {
+    # pod-a's third run (2.2 s) outlives its 1 s lease; pod-b, turned away three times, acquires at its
+    # fourth tick while pod-a still runs. Both pods count their ids from 1.
+    "scheduled": _plan(
+        901,
+        "scheduled",
+        "counter",
+        [
+            _pod("A", "scheduler", ("tick",), (3, 3, 22, 3), (0, 1500, 3000)),
+            _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (100, 1600, 3100, 4600)),
+        ],
+    ),
+    # one pod, a scheduler pool of two: the second thread fires 1.3 s in, after the first one's lease
+    "threads": _plan(
+        902, "threads", "counter", [_pod("A", "scheduler", ("tick", "tick"), (22, 4), (0, 1300))]
+    ),
+    # the request, held past a lease unacknowledged, is redelivered to the pod's other consumer thread
+    "same_pod": _plan(903, "same_pod", "unique", [_pod("A", "first", ("stream", "claim"), (22, 4), ())]),
+    "same_pod_reused": _plan(
+        904, "same_pod", "reused", [_pod("A", "first", ("stream", "claim"), (22, 4), ())]
+    ),
+}
+EXPECTED = {
+    "scheduled": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
+    "threads": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
+    "same_pod": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
+    "same_pod_reused": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
+}
+
+
+@pytest.fixture(scope="module")
+def runs() -> Any:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian package `redis-server`)")
+    root = Path(tempfile.mkdtemp(prefix="leaselog-identity-"))
+    out: dict[str, tuple[Path, dict[str, Any]]] = {}
+    with throwaway_redis() as target:
+        for name, plan in PLANS.items():
+            out[name] = (root / name, play(plan, target, root / name))
+    yield out
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _bad(rs: Any) -> list[str]:
+    return [
+        f"{i.status} {i.kind} {i.execution_ids}: {i.why[:120]}"
+        for i in rs.items
+        if i.status in ("missed", "false", "figure_error")
+    ]
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize(
+    "name",
+    ["scheduled", "threads", "same_pod", "same_pod_reused"],
+)
+def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
+    folder, truth = runs[name]
+    rs, _doc = score_run(folder, truth, "flat", tmp_path)
+    found = {i.kind for i in rs.items if i.status == "found"}
+    assert EXPECTED[name] <= found
+    assert _bad(rs) == []
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("name", list(PLANS))
+def test_without_ids_the_findings_are_the_same(runs: Any, name: str, tmp_path: Path) -> None:
+    folder, truth = runs[name]
+    rs, _doc = score_run(folder, truth, "flat", tmp_path, ids=False)
+    assert _bad(rs) == []
+    # and exactly the findings (kinds, true executions, pods, severity, certainty, figures) and the
+    # number of executions of the logs with ids, in a layout of each kind of thread field
+    assert differential(folder, truth, ["flat", "ecs-3.5", "spring-console"], ids=(False,)) == {}
+
+
+@pytest.mark.redis
+def test_the_runs_are_what_the_layouts_say(runs: Any) -> None:
+    """The truth saw what each layout is for: several runs on one pod, on one thread or on two."""
+    for name, (_folder, truth) in runs.items():
+        runs_of_a = {m["run"] for m in truth["moments"]["pod-a"]}
+        threads_of_a = {m["thread"] for m in truth["moments"]["pod-a"] if m["event"] == "lock_acquired"}
+        assert len(runs_of_a) >= 2, name
+        assert len(threads_of_a) == (1 if name == "scheduled" else 2), name
+    sched = runs["scheduled"][1]["moments"]
+    assert {m["event"] for m in sched["pod-b"]} >= {"lock_denied", "lock_acquired"}
+    redelivered = [m for m in runs["same_pod"][1]["moments"]["pod-a"] if m["event"] == "job_triggered"]
+    assert [m["deliveryCount"] for m in redelivered] == [1, 2]
+    assert len({m["messageId"] for m in redelivered}) == 1

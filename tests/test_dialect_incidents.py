@@ -1,0 +1,119 @@
+"""Each lock library's incident in sample_logs/dialects/<library>/, read with no mapping file (only the
+lease length passed where the library never logs it), gives the incident's findings with the right
+figures; its clean runs give nothing at warning or error; an input of only hidden library loggers says so.
+
+Figures count on execution identity without ids (leaselog.execution_runs): ShedLock's runs on one pod
+are told apart by their acquisitions on the scheduler's thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import leaselog
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs" / "dialects"
+
+
+def _by_kind(a: leaselog.Analysis) -> dict[str, list[leaselog.Finding]]:
+    out: dict[str, list[leaselog.Finding]] = {}
+    for f in a.finding_list:
+        out.setdefault(f.kind, []).append(f)
+    return out
+
+
+def test_shedlock_run_longer_than_lock_at_most_for() -> None:
+    a = leaselog.analyze(str(SAMPLES / "shedlock"))
+    got = _by_kind(a)
+    assert a.line_totals()["malformed"] == 0
+    (outlived,) = got["lease_outlived"]
+    # pod-a locked at 10:00:00.004 until 10:05:00.004 (lockAtMostFor 5m) and finished at 10:07:02.318
+    assert outlived.duration_ms == 122_314 and "pod-a" in outlived.pods
+    (overlap,) = got["overlapping_executions"]
+    # pod-b locked at 10:05:00.021 and finished at 10:06:31.544
+    assert overlap.duration_ms == 91_523
+    assert "lockAtMostFor" in overlap.message and "safeUpdate" in overlap.message
+    # denials at every tick and the clean run after are the lock doing its job: nothing at warning or error
+    flagged = {f.kind for f in a.finding_list if f.severity in ("warning", "error")}
+    assert flagged <= {"lease_outlived", "overlapping_executions", "second_attempt", "lease_settings"}
+
+
+def test_shedlock_clean_run_is_quiet(tmp_path: Path) -> None:
+    lines = (SAMPLES / "shedlock" / "pod-b.log").read_text().splitlines()
+    # pod-b alone: denials at every tick, then two runs well inside lockAtMostFor
+    (tmp_path / "pod-b.log").write_text("\n".join(lines) + "\n")
+    a = leaselog.analyze(str(tmp_path))
+    assert a.events.height > 0
+    assert not [
+        f for f in a.finding_list if f.severity in ("warning", "error") and f.kind != "lease_settings"
+    ]
+
+
+def test_lock_at_least_for_keeping_the_lock_is_quiet(tmp_path: Path) -> None:
+    head = "2026-11-29T10:0{m}:00.00{s}Z DEBUG 1 --- [report-service] [   scheduling-1] "
+    ex = "n.j.s.core.DefaultLockingTaskExecutor    : "
+    rows = []
+    for m in range(4):
+        pod_line = head.format(m=m, s=1) + ex
+        rows.append(
+            pod_line + f"Locked 'report', lock will be held at most until 2026-11-29T10:0{m + 5}:00.001Z"
+        )
+        rows.append(
+            head.format(m=m, s=5)
+            + ex
+            + f"Task finished, lock 'report' will be released at 2026-11-29T10:0{m}:30.001Z"
+        )
+    (tmp_path / "pod-a.log").write_text("\n".join(rows) + "\n")
+    (tmp_path / "pod-b.log").write_text(
+        "\n".join(head.format(m=m, s=2) + ex + "Not executing 'report'. It's locked." for m in range(4))
+        + "\n"
+    )
+    a = leaselog.analyze(str(tmp_path))
+    assert a.events.height == 12
+    assert not [
+        f for f in a.finding_list if f.severity in ("warning", "error") and f.kind != "lease_settings"
+    ]
+
+
+def test_redisson_watchdog_failure_joins_the_apps_execution() -> None:
+    a = leaselog.analyze(str(SAMPLES / "redisson"))
+    got = _by_kind(a)
+    (failed,) = got["renewal_failed"]
+    assert list(failed.execution_ids) == ["a-1"]  # the watchdog's line joined the app's execution
+    assert "lockWatchdogTimeout" in failed.message and "3.44.0" in failed.message
+    (overlap,) = got["overlapping_executions"]
+    assert overlap.duration_ms == 29_567  # b-1 from 10:01:00.551 to 10:01:30.124, a-1 ran on
+    renewals = a.events.filter(leaselog_event("lease_renewal"))
+    assert renewals.height == 1  # the watchdog's one line, not duplicated
+
+
+def leaselog_event(name: str):  # type: ignore[no-untyped-def]
+    import polars as pl
+
+    return pl.col("event") == name
+
+
+def test_redis_lock_registry_expiry_at_unlock() -> None:
+    a = leaselog.analyze(str(SAMPLES / "spring-redis-lock-registry"), lease_ttl="60s")
+    got = _by_kind(a)
+    assert a.line_totals()["malformed"] == 0
+    (overlap,) = got["overlapping_executions"]
+    assert overlap.duration_ms == 15_378  # pod-b acquired at 10:01:00.031; pod-a's task ended 10:01:15.409
+    (outlived,) = got["lease_outlived"]
+    assert outlived.duration_ms == 15_392  # pod-a's 60 s lease from 10:00:00.017 (its line, not lockedAt)
+    assert "setRenewalTaskScheduler" in outlived.message
+
+
+@pytest.mark.parametrize("library", ["shedlock", "spring-redis-lock-registry"])
+def test_library_at_info_says_which_logger_to_turn_on(tmp_path: Path, library: str) -> None:
+    for f in (SAMPLES / library).iterdir():
+        kept = [ln for ln in f.read_text().splitlines() if "DEBUG" not in ln and "Unexpected error" not in ln]
+        (tmp_path / f.name).write_text("\n".join(kept) + "\n")
+    from leaselog.unread import nothing_read
+
+    a = leaselog.analyze(str(tmp_path))
+    unread = nothing_read(a.input_reports)
+    assert unread is not None and unread.headline.startswith("no lease events in ")
+    assert any("DEBUG" in r for r in unread.reasons)
