@@ -72,20 +72,26 @@ var leaselogFindings = (function () {
     return out.join("");
   }
 
-  // write every group into `list`, a chunk at a time; `step(lo, hi)` after each chunk (rows lo..hi-1
-  // are in the page); the promise resolves when all are
+  // write every group into `list`: parsed a chunk at a time into a detached element (the page stays
+  // responsive between chunks, and lays the list out once, not once per chunk as it grows), then put in
+  // the page at once; `step(lo, hi)` then (rows lo..hi-1 are in the page); the promise resolves after it
   function write(table, list, step) {
     var c = table.findings.columns, gs = groups(c), shown = +list.getAttribute("data-evidence") || 6, at = 0;
+    var box = document.createElement("div");
+    box.className = "findings-box";
     return new Promise(function (resolve) {
       function next() {
-        var html = [], lo = at < gs.length ? gs[at].lo : 0, hi = lo;
-        while (at < gs.length && (hi - lo < CHUNK || html.length === 0)) {
+        var html = [], rows = 0;
+        while (at < gs.length && (rows < CHUNK || html.length === 0)) {
           html.push(group(table, c, gs[at], shown));
-          hi = gs[at].hi;
+          rows += gs[at].hi - gs[at].lo;
           at += 1;
         }
-        if (html.length) { list.insertAdjacentHTML("beforeend", html.join("")); step(lo, hi); }
-        if (at < gs.length) { setTimeout(next, 0); } else { resolve(); }
+        if (html.length) { box.insertAdjacentHTML("beforeend", html.join("")); }
+        if (at < gs.length) { setTimeout(next, 0); return; }
+        list.appendChild(box);
+        step(0, c.kind.length);
+        resolve();
       }
       next();
     });

@@ -196,6 +196,7 @@
   var search = document.getElementById("job-search");
   var win = null;  // [from, to] in epoch seconds, from a click on the fleet overview
   var articles = Array.prototype.slice.call(document.querySelectorAll("article.job"));
+  var articleJob = articles.map(function (a) { return a.getAttribute("data-job"); });
   // what the filters read of each finding, from the table; its list item and group once written
   var itemKind = [], itemSev = [], itemJob = [], itemJobLower = [], itemT = [], itemGroup = [], itemHidden = [];
   var items = [], groups = [];
@@ -242,16 +243,20 @@
       }
     }
     var active = !!(kind || sev || q || win);
+    // a fleet's list has tens of thousands of groups: touch only what changes
     groups.forEach(function (g) {
       var n = perGroup.get(g) || 0;
-      var c = g.querySelector(".jobcount"), total = +c.getAttribute("data-n");
-      c.textContent = (n === total ? total : n + " of " + total) + " finding(s)";
-      g.classList.toggle("hidden", n === 0);
+      if (!g._count) { g._count = g.querySelector(".jobcount"); g._total = +g._count.getAttribute("data-n"); g._n = g._total; }
+      if (g._n !== n) {
+        g._count.textContent = (n === g._total ? g._total : n + " of " + g._total) + " finding(s)";
+        if ((g._n === 0) !== (n === 0)) { g.classList.toggle("hidden", n === 0); }
+        g._n = n;
+      }
     });
     var drawn = 0;
-    articles.forEach(function (art) {
-      var ok = !active || jobsShown[art.getAttribute("data-job")] === true;
-      art.classList.toggle("hidden", !ok);
+    articles.forEach(function (art, a) {
+      var ok = !active || jobsShown[articleJob[a]] === true;
+      if (art.classList.contains("hidden") === ok) { art.classList.toggle("hidden", !ok); }
       if (ok) { drawn += 1; }
     });
     document.getElementById("filter-count").textContent =
