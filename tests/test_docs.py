@@ -4,7 +4,10 @@ docs/ resolves (anchors included), and the README stays a front door: short, no 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
@@ -121,3 +124,24 @@ def test_readme_is_a_front_door() -> None:
 def test_no_development_history(page: Path) -> None:
     """Issue and pull-request numbers belong in git log, not in the README or the manual."""
     assert HISTORY.findall(page.read_text(encoding="utf-8")) == []
+
+
+def _shown_runs(page: Path) -> list[tuple[str, str]]:
+    """The `$ COLUMNS=N leaselog analyze ...` blocks of a page: (command line, output as shown)."""
+    blocks = re.findall(
+        r"^```\n(\$ COLUMNS=\d+ leaselog analyze [^\n]*)\n(.*?)^```$", page.read_text("utf-8"), re.M | re.S
+    )
+    return [(cmd, out) for cmd, out in blocks if "\n...\n" not in f"\n{out}"]  # not the cut ones
+
+
+@pytest.mark.parametrize("cmd_out", _shown_runs(ROOT / "README.md"), ids=lambda c: c[0])
+def test_readme_examples_are_real_output(cmd_out: tuple[str, str]) -> None:
+    """The README's examples are what leaselog prints today (trailing spaces aside)."""
+    cmd, shown = cmd_out
+    width, *args = cmd.removeprefix("$ COLUMNS=").split()
+    env = {**os.environ, "COLUMNS": width, "PYTHONPATH": str(ROOT / "src")}
+    run = subprocess.run(
+        [sys.executable, "-m", "leaselog.cli", *args[1:]], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    printed = "\n".join(line.rstrip() for line in run.stdout.splitlines())
+    assert printed == shown.rstrip("\n"), f"README.md: run `{cmd[2:]}` again and paste its output"
