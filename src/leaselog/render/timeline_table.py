@@ -1,14 +1,14 @@
-"""The data behind the report's timelines: one columnar table (executions, events, findings of the jobs that
-get a timeline) that report.js draws each job's figure from when it is first shown, instead of hundreds of
-plotly figures built here.
+"""The data the HTML report carries instead of figures: one columnar table of every finding (in the list's
+order) and the executions and events of each job that gets a timeline. The page writes the findings list
+from it (assets/findings.js) and draws a job's timeline from it when it is first shown (assets/timeline.js).
 
-The browser's drawing (assets/timeline.js) follows timeline.py, lanes.py and markers.py step for step, and
-a test draws jobs both ways and compares the figures. Everything in the table is raw log text: the page
-escapes it before plotly sees it, as plotting.esc does here. Times are integers, microseconds since the Unix
-epoch (on the log-order timeline too: `epoch` is where its seconds count from).
+timeline.js follows timeline.py, lanes.py and markers.py step for step, and a test draws jobs both ways and
+compares the figures. Everything in the table is raw log text: the page escapes it before it becomes markup
+(as html_parts.e does) or reaches plotly (as plotting.esc does). Times are integers, microseconds since the
+Unix epoch (on the log-order timeline too: `epoch` is where its seconds count from).
 
-The table travels gzip-compressed and base64-encoded in one inert <script> block (the events' raw fields
-repeat a lot; compressed they are a small share of the page).
+The table travels gzip-compressed and base64-encoded in the page's data block (the events' raw fields and
+the findings' evidence repeat a lot; compressed they are a small share of the page).
 """
 
 from __future__ import annotations
