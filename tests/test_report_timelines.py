@@ -23,11 +23,15 @@ from test_html_report import CHROMIUM, GEN_FLEET, Opened, _run, _xss_logs
 # the report's table, unpacked as the page unpacks it, and every timeline drawn from it
 DRAW_ALL = """async () => {
     const data = JSON.parse(document.getElementById('leaselog-data').textContent);
-    const bin = atob(data.table), bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-    const table = await new Response(stream).json();
-    return {jobs: table.jobs, figures: table.jobs.map((_, k) => leaselogTimeline.spec(table, k))};
+    const unpack = async (b64) => {
+        const bin = atob(b64), bytes = new Uint8Array(bin.length);
+        for (let i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+        const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+        return await new Response(stream).json();
+    };
+    const table = await unpack(data.table), first = await unpack(data.first);
+    return {jobs: table.jobs, figures: table.jobs.map((_, k) => leaselogTimeline.spec(table, k)),
+            first: first.jobs, firstFigure: leaselogTimeline.spec(first, 0)};
 }"""
 
 
@@ -73,6 +77,8 @@ def _compare(browser: Any, a: leaselog.Analysis, out: Path, at_least: int = 1) -
     o = Opened(browser, out)
     drawn = o.page.evaluate(DRAW_ALL)
     assert len(drawn["jobs"]) >= at_least
+    # the first screen's timeline, drawn from its own small table, is the same figure
+    assert drawn["first"] == drawn["jobs"][:1] and drawn["firstFigure"] == drawn["figures"][0]
     for job, js in zip(drawn["jobs"], drawn["figures"], strict=True):
         diff = _same(_python_figure(a, job), js)
         assert not diff, (job, diff[:8])

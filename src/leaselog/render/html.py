@@ -173,6 +173,10 @@ def write_report(
     data = {
         "overview": overview_spec(a.executions, findings),
         "table": encode_table(timeline_table(a, drawn, listed)),
+        # the first screen's timeline on its own too: drawn before the whole table is unpacked
+        "first": encode_table(timeline_table(a, drawn[:1], listed.filter(pl.col("timeline") == 0)))
+        if drawn
+        else None,
     }
     heights = figure_height(a, drawn)
     heads = job_heads(findings, drawn)
