@@ -272,8 +272,30 @@ def test_report_header_and_findings_for_the_article_incident(tmp_path: Path) -> 
     assert '<option value="overlapping_executions">overlapping_executions (1)</option>' in text
     assert '<a href="#job-0" class="joblink" data-job="0">report-42</a></td><td class=n>2m31.5s</td>' in text
     assert "<td>pod-a, pod-b</td>" in text  # most overlapping jobs, with the pods involved
-    assert 'href="#job-0"' in text and 'class="goto"' in text
-    assert "pod-a.jsonl:10</code> attempt-a last seen / ends" in text
+    # the list is written by the page from the report's table: each finding with its timeline and evidence
+    listed = report_table(out)["findings"]["columns"]
+    ll101 = listed["code"].index("LL101")
+    assert listed["goto"][ll101] and listed["timeline"][ll101] == 0
+    evidence = zip(
+        listed["evidence_file"][ll101],
+        listed["evidence_line"][ll101],
+        listed["evidence_note"][ll101],
+        strict=True,
+    )
+    assert any(
+        f.endswith("pod-a.jsonl") and n == 10 and note == "attempt-a last seen / ends"
+        for f, n, note in evidence
+    )
+
+
+def report_table(path: Path) -> Any:
+    """The table a report's page writes its findings list and draws its timelines from, unpacked."""
+    import base64
+    import gzip
+
+    block = re.search(r'<script type="application/json" id="leaselog-data">(.*?)</script>', path.read_text())
+    assert block is not None
+    return json.loads(gzip.decompress(base64.b64decode(json.loads(block.group(1))["table"])))
 
 
 def test_report_without_findings_or_events(tmp_path: Path) -> None:
@@ -310,8 +332,12 @@ def test_every_error_job_gets_a_timeline_and_every_finding_is_listed(tmp_path: P
         sorted(drawn[:3]) == ["job-0", "job-1", "job-2"] and len(drawn) == 4 and drawn[3].startswith("warn-")
     )
     assert "4 timelines: every job with an error finding (3), and 1 of the 3 jobs with only warnings" in text
-    assert text.count('<li class="finding ') == len(a.finding_list)  # none dropped
-    assert text.count('class="goto"') == sum(1 for f in a.finding_list if f.job_id in drawn and f.start)
+    listed = report_table(out)["findings"]["columns"]  # the rows the page writes the list from
+    assert len(listed["code"]) == len(a.finding_list)  # none dropped
+    assert sorted(zip(listed["code"], map(str, listed["job_id"]), strict=True)) == sorted(
+        (f.code, str(f.job_id)) for f in a.finding_list
+    )
+    assert sum(listed["goto"]) == sum(1 for f in a.finding_list if f.job_id in drawn and f.start)
     # the fleet-level advice is on the first screen, whole
     ll701 = next(f for f in a.finding_list if f.code == "LL701")
     assert '<div id="advice">' in text and e_html(ll701.message) in text
@@ -435,6 +461,11 @@ def test_browser_article_incident(browser: Any, tmp_path: Path) -> None:
     )
     assert len(hl) == 1 and hl[0]["x0"].startswith("2026-11-02 10:10:00.402")
     assert o.page.locator("li.finding.selected").count() == 1
+    # the list, written by the page: every finding, its evidence file:line, its link to the timeline
+    page = o.page.inner_html("#findings-list")
+    assert o.page.locator("li.finding").count() == 5
+    assert page.count('class="goto"') == 4  # each of report-42's (the fleet-wide LL701 has no timeline)
+    assert "pod-a.jsonl:10</code> attempt-a last seen / ends" in page and 'href="#job-0"' in page
     # the kind filter narrows the findings list to that kind
     o.page.select_option("#kind-filter", "stale_release")
     assert o.page.locator("li.finding:visible").count() == 1

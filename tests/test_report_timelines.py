@@ -23,11 +23,15 @@ from test_html_report import CHROMIUM, GEN_FLEET, Opened, _run, _xss_logs
 # the report's table, unpacked as the page unpacks it, and every timeline drawn from it
 DRAW_ALL = """async () => {
     const data = JSON.parse(document.getElementById('leaselog-data').textContent);
-    const bin = atob(data.table), bytes = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-    const table = await new Response(stream).json();
-    return {jobs: table.jobs, figures: table.jobs.map((_, k) => leaselogTimeline.spec(table, k))};
+    const unpack = async (b64) => {
+        const bin = atob(b64), bytes = new Uint8Array(bin.length);
+        for (let i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+        const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+        return await new Response(stream).json();
+    };
+    const table = await unpack(data.table), first = await unpack(data.first);
+    return {jobs: table.jobs, figures: table.jobs.map((_, k) => leaselogTimeline.spec(table, k)),
+            first: first.jobs, firstFigure: leaselogTimeline.spec(first, 0)};
 }"""
 
 
@@ -73,6 +77,8 @@ def _compare(browser: Any, a: leaselog.Analysis, out: Path, at_least: int = 1) -
     o = Opened(browser, out)
     drawn = o.page.evaluate(DRAW_ALL)
     assert len(drawn["jobs"]) >= at_least
+    # the first screen's timeline, drawn from its own small table, is the same figure
+    assert drawn["first"] == drawn["jobs"][:1] and drawn["firstFigure"] == drawn["figures"][0]
     for job, js in zip(drawn["jobs"], drawn["figures"], strict=True):
         diff = _same(_python_figure(a, job), js)
         assert not diff, (job, diff[:8])
@@ -123,3 +129,24 @@ def test_fleet_timelines_are_drawn_as_the_python_figure(chromium: Any, tmp_path:
         [sys.executable, str(GEN_FLEET), "--jobs", "600", "--out", str(log)], check=True, capture_output=True
     )
     assert _compare(chromium, leaselog.analyze(log), tmp_path / "r.html", 30) >= 30
+
+
+@pytest.mark.browser
+def test_the_written_list_keeps_control_characters_and_markup_inert(chromium: Any, tmp_path: Path) -> None:
+    forged = "report-42\x1b[2J\x1b[32mNo findings.\x1b]8;;http://evil\x07x\x1b]8;;\x07\u202e<b>x</b>"
+    rows = _run(forged, "a", "pod-\x1b[31ma", 0, 6, ttl_ms=2000) + _run(
+        forged, "b", "pod-b", 3, 8, ttl_ms=2000
+    )
+    jsonl(tmp_path / "log.jsonl", rows)
+    out = tmp_path / "r.html"
+    write_report(leaselog.analyze(tmp_path / "log.jsonl"), out)
+    o = Opened(chromium, out)
+    listed = o.page.inner_html("#findings-list")
+    assert o.page.locator("li.finding").count() >= 2
+    assert "\x1b" not in listed and "\u202e" not in listed and "<b>x</b>" not in listed
+    text = o.page.text_content("#findings-list") or ""
+    assert "report-42\\x1b[2J\\x1b[32mNo findings." in text and "\\u202e<b>x</b>" in text
+    assert "pod-\\x1b[31ma" in text
+    assert o.page.locator('a[href^="http://evil"]').count() == 0
+    o.assert_clean()
+    o.page.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -25,13 +25,19 @@ import orjson
 import polars as pl
 
 from leaselog.durations import format_duration
-from leaselog.findings import SEVERITY_RANK, Finding, iso
+from leaselog.findings import SEVERITY_RANK, iso
 from leaselog.render.figures import overview_spec
-from leaselog.render.html_findings import findings_section
+from leaselog.render.html_findings import findings_section, listed_findings
 from leaselog.render.html_parts import e
-from leaselog.render.html_sections import inputs_section, job_article, overview_section, timelines_section
+from leaselog.render.html_sections import (
+    inputs_section,
+    job_article,
+    job_heads,
+    overview_section,
+    timelines_section,
+)
 from leaselog.render.html_summary import SUMMARY_ROWS, advice, summary_rows, summary_table
-from leaselog.render.timeline_table import encode_table, figure_height, panel_clocks, timeline_table
+from leaselog.render.timeline_table import encode_table, figure_height, timeline_table
 from leaselog.version import VERSION
 
 if TYPE_CHECKING:
@@ -163,19 +169,17 @@ def write_report(
     drawn = jobs[: n_error + max(max_other_timelines, 0)]
     job_index = {j: i for i, j in enumerate(drawn)}
 
-    by_job: dict[str | None, list[Finding]] = defaultdict(list)
-    for f in a.finding_list:
-        by_job[f.job_id].append(f)
-    heights = figure_height(a, drawn)
-    refs: list[
-        list[Any]
-    ] = []  # per listed finding: [timeline index, its index in the job's findings] or [-1]
-    listed = findings_section(a.finding_list, jobs, by_job, job_index, panel_clocks(a, drawn), refs)
+    listed = listed_findings(a, jobs, worst, job_index)
     data = {
         "overview": overview_spec(a.executions, findings),
-        "findings": refs,
-        "table": encode_table(timeline_table(a, drawn)),
+        "table": encode_table(timeline_table(a, drawn, listed)),
+        # the first screen's timeline on its own too: drawn before the whole table is unpacked
+        "first": encode_table(timeline_table(a, drawn[:1], listed.filter(pl.col("timeline") == 0)))
+        if drawn
+        else None,
     }
+    heights = figure_height(a, drawn)
+    heads = job_heads(findings, drawn)
 
     facts, hash_note = file_facts([r.path for r in a.input_reports])
     parts = [
@@ -183,17 +187,18 @@ def write_report(
         _header(a, command),
         '<main id="main"><section id="summary"><h2>Incident summary</h2>',
         summary_table(summary_rows(findings, a.executions, jobs[:SUMMARY_ROWS]), len(jobs), job_index),
-        job_article(0, drawn[0], by_job[drawn[0]], heights[0]) if drawn else "",
+        job_article(0, drawn[0], heads[0], heights[0]) if drawn else "",
         advice(findings),
         "</section>\n",
-        listed,
-        timelines_section(drawn, 1, by_job, heights, _timeline_note(len(drawn), n_error, len(jobs))),
+        findings_section(findings),
+        timelines_section(drawn, 1, heads, heights, _timeline_note(len(drawn), n_error, len(jobs))),
         overview_section(a, job_index),
         inputs_section(a, facts, hash_note),
         "</main>\n",
         f"<script>{_asset(PLOTLY_BUNDLE)}</script>\n",
         f'<script type="application/json" id="leaselog-data">{embed_json(data)}</script>\n',
-        f"<script>{_asset('timeline.js')}\n{_asset('report.js')}</script>\n</body>\n</html>\n",
+        f"<script>{_asset('timeline.js')}\n{_asset('findings.js')}\n{_asset('report.js')}</script>\n"
+        "</body>\n</html>\n",
     ]
     Path(path).write_text("".join(parts), encoding="utf-8")
 

@@ -1,46 +1,43 @@
 """The report's findings list: every finding (none dropped, so the filter counts are the rows listed), grouped
 by job, most severe job first; filters by kind and severity and a job search that drive the list and the
-timelines alike (report.js)."""
+timelines alike (report.js).
+
+The list's rows travel in the report's table (`listed_findings` puts them in the order they are listed, with
+what the page needs to write each one); findings.js writes them into the page a few thousand at a time,
+so a fleet's tens of thousands of findings neither weigh on the file nor hold up the first screen.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from leaselog.durations import format_duration
-from leaselog.findings import SEVERITY_RANK, Finding
-from leaselog.render.html_parts import badge, e, job_link, when
-from leaselog.render.timeline_table import finding_panel
+import polars as pl
 
-__all__ = ["EVIDENCE_SHOWN", "findings_section"]
+from leaselog.findings import SEVERITY_RANK
+from leaselog.render.html_parts import e
+
+if TYPE_CHECKING:
+    from leaselog.analysis import Analysis
+
+__all__ = ["EVIDENCE_SHOWN", "findings_section", "listed_findings"]
 
 EVIDENCE_SHOWN = 6
 
 
-def findings_section(
-    findings: Sequence[Finding],
-    jobs: list[str],
-    by_job: dict[str | None, list[Finding]],
-    job_index: dict[str, int],
-    clocks: dict[str, tuple[frozenset[str], frozenset[str]]],
-    refs: list[list[Any]],
-) -> str:
-    """`refs` gets, per listed finding, `[timeline index, index among its job's findings]` (or `[-1]` when
-    its timeline does not show it). `clocks` has each drawn job's executions on the wall clock and on the
-    log-order timeline (the panels of its timeline)."""
+def findings_section(findings: pl.DataFrame) -> str:
+    """The section: filters with their counts, and the list's place (filled by findings.js)."""
     out = ['<section id="findings"><h2>Findings</h2>']
-    if not findings:
+    if findings.height == 0:
         out.append(
             '<p class="ok">No findings: no overlapping executions, outlived leases or other anomalies'
             " in these logs.</p></section>\n"
         )
         return "".join(out)
-    kinds = Counter(f.kind for f in findings)
-    sevs = Counter(f.severity for f in findings)
-    kind_opts = "".join(f'<option value="{e(k)}">{e(k)} ({n:,})</option>' for k, n in sorted(kinds.items()))
+    kinds = findings.group_by("kind").len().sort("kind")
+    sevs = dict(findings.group_by("severity").len().iter_rows())
+    kind_opts = "".join(f'<option value="{e(k)}">{e(k)} ({n:,})</option>' for k, n in kinds.iter_rows())
     sev_opts = "".join(
-        f'<option value="{s}">{s} ({sevs[s]:,})</option>' for s in ("error", "warning", "info") if sevs[s]
+        f'<option value="{s}">{s} ({sevs[s]:,})</option>' for s in ("error", "warning", "info") if sevs.get(s)
     )
     out.append(
         '<form class="filters" id="filters" role="search" onsubmit="return false">show '
@@ -48,76 +45,81 @@ def findings_section(
         f'<option value="">all kinds</option>{kind_opts}</select> '
         f'<select id="sev-filter" aria-label="severity"><option value="">all severities</option>{sev_opts}'
         '</select> <input id="job-search" type="search" placeholder="job id contains…" aria-label="job search">'
-        f' <span class="dim" id="filter-count">{len(findings):,} findings</span>'
+        f' <span class="dim" id="filter-count">{findings.height:,} findings</span>'
         ' <span id="time-window"></span> <button type="button" id="filter-reset">reset</button></form>'
-        '<div class="findings-scroll" id="findings-list">'
+        f'<div class="findings-scroll" id="findings-list" data-evidence="{EVIDENCE_SHOWN}">'
+        '<noscript><p class="warn">The list of findings is written by the page\'s JavaScript (inlined in this'
+        " file; nothing is fetched). <code>leaselog analyze --json</code> writes the same findings.</p>"
+        "</noscript></div></section>\n"
     )
-    # fleet-wide findings (no job) go first among jobs of their severity, not above every error
-    order: list[str | None] = list(jobs)
-    if by_job.get(None):
-        fleet_rank = min(SEVERITY_RANK[f.severity] for f in by_job[None])
-        at = next(
-            (
-                i
-                for i, j in enumerate(jobs)
-                if min(SEVERITY_RANK[f.severity] for f in by_job[j]) >= fleet_rank
-            ),
-            len(jobs),
-        )
-        order.insert(at, None)
-    for job in order:
-        fs = by_job[job]
-        k = job_index.get(job) if job is not None else None
-        out.append(
-            f'<div class="jobgroup" data-job="{e(job or "")}"><h3>{job_link(job, job_index)}'
-            f' <span class="dim jobcount" data-n="{len(fs)}">{len(fs)} finding(s)</span></h3><ol class="findings">'
-        )
-        for i, f in enumerate(fs):
-            fid = len(refs)
-            # the timeline draws a finding with a start in the panel of the executions it is about
-            panel = finding_panel(f.execution_ids, clocks[job]) if k is not None and job is not None else None
-            drawn = panel is not None and f.start is not None
-            refs.append([k, i] if drawn else [-1])
-            out.append(_item(f, fid, k if drawn else None, panel is not False))
-        out.append("</ol></div>")
-    out.append("</div></section>\n")
-    return "\n".join(out)
+    return "".join(out)
 
 
-def _item(f: Finding, fid: int, k: int | None, wall: bool) -> str:
-    dur = f" <b>{e(format_duration(f.duration_ms))}</b>" if f.duration_ms is not None else ""
-    unc = ' <span class="badge uncertain">uncertain</span>' if f.certainty == "uncertain" else ""
-    trig = f" · trigger <code>{e(f.trigger)}</code>" if f.trigger else ""
-    goto = (
-        f' <a class="goto" href="#job-{k}" data-f="{fid}">show on timeline ↓</a>'
-        if k is not None and f.start is not None
-        else ""
+def _panels(a: Analysis, drawn: list[str]) -> pl.DataFrame:
+    """Per finding row of a drawn job: whether its timeline draws it on the wall-clock panel (true) or the
+    log-order one (false), as timeline.py places it: the first panel holding one of its executions, else the
+    top one; null when the job has no lanes."""
+    ex = a.executions.filter(pl.col("job_id").is_in(drawn) & pl.col("clock").is_not_null()).select(
+        "job_id", "execution_id", (pl.col("clock") == "wall").alias("is_wall")
     )
-    span = ""
-    if f.start is not None:
-        span = f" · {e(when(f.start, wall))}" + (
-            f" → {e(when(f.end, wall))}" if f.end and f.end != f.start else ""
+    clocks = ex.group_by("job_id").agg(
+        pl.col("is_wall").any().alias("has_wall"), (~pl.col("is_wall")).any().alias("has_other")
+    )
+    named = (
+        a.findings.with_row_index("_row")
+        .filter(pl.col("job_id").is_in(drawn))
+        .select("_row", "job_id", pl.col("execution_ids").alias("execution_id"))
+        .explode("execution_id")
+        .join(ex, on=["job_id", "execution_id"], how="left")
+        .group_by("_row", "job_id")
+        .agg(
+            (pl.col("is_wall") == True).any().alias("any_wall"),  # noqa: E712 (null is not wall)
+            (pl.col("is_wall") == False).any().alias("any_other"),  # noqa: E712
         )
-        span += " UTC" if wall else " (log order)"
-    items = [
-        f"<li><code>{e(x.file)}:{x.line}</code>{' ' + e(x.note) if x.note else ''}</li>" for x in f.evidence
-    ]
-    # the lines that prove it, in view; a long tail of them folded away
-    ev = f'<ul class="ev mono">{"".join(items[:EVIDENCE_SHOWN])}</ul>'
-    if len(items) > EVIDENCE_SHOWN:
-        ev += (
-            f'<details class="ev"><summary>{len(items) - EVIDENCE_SHOWN} more evidence line(s)</summary>'
-            f'<ul class="ev mono">{"".join(items[EVIDENCE_SHOWN:])}</ul></details>'
-        )
-    execs = ", ".join(e(x) for x in f.execution_ids)
-    pods = ", ".join(e(p) for p in f.pods)
+        .join(clocks, on="job_id", how="left")
+    )
+    has_wall, has_other = pl.col("has_wall").fill_null(False), pl.col("has_other").fill_null(False)
+    panel = (
+        pl.when(has_wall)
+        .then(pl.col("any_wall") | ~pl.col("any_other"))
+        .when(has_other)
+        .then(pl.lit(False))
+        .otherwise(pl.lit(None, dtype=pl.Boolean))
+    )
+    return named.select("_row", panel.alias("panel"))
+
+
+def listed_findings(
+    a: Analysis, jobs: list[str], worst: dict[str, int], job_index: dict[str, int]
+) -> pl.DataFrame:
+    """Every finding, in the order the list shows them: by job, most severe job first (`jobs`), the fleet-wide
+    ones (no job) first among the jobs of their severity, each job's in the analysis' order. Columns: the
+    finding's, `timeline` (its job's timeline index, or -1), `goto` (its timeline draws it) and `wall`
+    (its moments are on the wall clock)."""
+    fs = a.findings.with_row_index("_row")
+    fleet = fs.filter(pl.col("job_id").is_null())
+    position = {j: float(i) for i, j in enumerate(jobs)}
+    if fleet.height:
+        fleet_rank = min(SEVERITY_RANK[s] for s in fleet["severity"].to_list())
+        at = next((i for i, j in enumerate(jobs) if worst[j] >= fleet_rank), len(jobs))
+    else:
+        at = len(jobs)
+    drawn = [j for j in jobs if j in job_index]
     return (
-        f'<li class="finding sev-{e(f.severity)}" id="f-{fid}" data-kind="{e(f.kind)}" data-sev="{e(f.severity)}"'
-        f' data-job="{e(f.job_id or "")}" data-t="{f.start.timestamp() if f.start else ""}">'
-        f'<div class="fhead">{badge(f.severity)} <code>{e(f.code)}</code>'
-        f" <b>{e(f.kind)}</b>{dur}{unc}{goto}</div>"
-        f'<p class="msg">{e(f.message)}</p>'
-        f'<div class="meta">executions: {execs or "—"} · pods: {pods or "—"}{span}{trig}</div>'
-        f"{ev}"
-        "</li>"
+        fs.join(_panels(a, drawn), on="_row", how="left")
+        .with_columns(
+            pl.col("job_id")
+            .replace_strict(position, default=None, return_dtype=pl.Float64)
+            .fill_null(at - 0.5)
+            .alias("_position"),
+            pl.col("job_id").replace_strict(job_index, default=-1, return_dtype=pl.Int64).alias("timeline"),
+        )
+        .sort("_position", "_row")
+        .with_columns(
+            ((pl.col("timeline") >= 0) & pl.col("panel").is_not_null() & pl.col("start").is_not_null()).alias(
+                "goto"
+            ),
+            pl.col("panel").fill_null(True).alias("wall"),
+        )
+        .drop("_row", "_position", "panel")
     )

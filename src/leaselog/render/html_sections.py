@@ -3,13 +3,12 @@ away, problem files flagged, with their sizes and SHA-256)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING
 
 import polars as pl
 
 from leaselog.durations import format_duration
-from leaselog.findings import SEVERITY_RANK, Finding
+from leaselog.findings import SEVERITY_RANK
 from leaselog.render.html_parts import badge, e, job_link
 
 if TYPE_CHECKING:
@@ -21,12 +20,33 @@ MAX_MALFORMED_LISTED = 50
 TOP_JOBS = 15
 
 
-def job_article(k: int, job: str, fs: list[Finding], height: int) -> str:
+def job_heads(findings: pl.DataFrame, drawn: list[str]) -> list[tuple[str, str]]:
+    """Each drawn job's worst severity and its finding codes (`LL101, LL102×2`), for its timeline's heading."""
+    if not drawn:
+        return []
+    per = (
+        findings.filter(pl.col("job_id").is_in(drawn))
+        .group_by("job_id", "code")
+        .agg(
+            pl.len(),
+            pl.col("severity").replace_strict(SEVERITY_RANK, return_dtype=pl.Int64).min().alias("rank"),
+        )
+        .sort("job_id", "code")
+        .with_columns(
+            pl.when(pl.col("len") > 1).then(pl.format("{}×{}", "code", "len")).otherwise("code").alias("c")
+        )
+        .group_by("job_id")
+        .agg(pl.col("rank").min(), pl.col("c").str.join(", "))
+    )
+    names = {r: s for s, r in SEVERITY_RANK.items()}
+    heads = {job: (names[rank], codes) for job, rank, codes in per.iter_rows()}
+    return [heads.get(job, ("info", "")) for job in drawn]
+
+
+def job_article(k: int, job: str, head: tuple[str, str], height: int) -> str:
     """One job's timeline, drawn by report.js when it comes near the viewport (or when printing); `height`
-    holds its space until then."""
-    codes = Counter(f.code for f in fs)
-    summary = ", ".join(f"{c}×{n}" if n > 1 else c for c, n in sorted(codes.items()))
-    worst = min((f.severity for f in fs), key=lambda s: SEVERITY_RANK[s], default="info")
+    holds its space until then. `head`: its worst severity and finding codes."""
+    worst, summary = head
     return (
         f'<article class="job sev-{e(worst)}" id="job-{k}" data-job="{e(job)}">'
         f'<h3>{badge(worst)} {e(job)} <span class="dim">{e(summary)}</span></h3>'
@@ -37,15 +57,11 @@ def job_article(k: int, job: str, fs: list[Finding], height: int) -> str:
 
 
 def timelines_section(
-    jobs: list[str],
-    first: int,
-    by_job: dict[str | None, list[Finding]],
-    heights: list[int],
-    note: str,
+    jobs: list[str], first: int, heads: list[tuple[str, str]], heights: list[int], note: str
 ) -> str:
     """The timelines from `first` on (the worst job's is on the first screen already)."""
     out = ['<section id="timelines"><h2>Timelines</h2>', f'<p class="note" id="timeline-note">{note}</p>']
-    out += [job_article(k, jobs[k], by_job.get(jobs[k], []), heights[k]) for k in range(first, len(jobs))]
+    out += [job_article(k, jobs[k], heads[k], heights[k]) for k in range(first, len(jobs))]
     out.append("</section>\n")
     return "\n".join(out)
 

@@ -1,7 +1,8 @@
 """The lease timeline of one job (the article's key picture) as a plotly figure dict, and as a Figure.
 
-One panel per kind of clock (lanes.py draws each); this module stacks them on one page. The dict form
-(`timeline_spec`) lets the HTML report serialise hundreds of them without plotly.py's per-property validation.
+One panel per kind of clock (lanes.py draws each); this module stacks them on one page. The HTML report
+draws the same figure in the browser from its data table (assets/timeline.js follows this module, lanes.py
+and markers.py step for step; a test compares the two).
 """
 
 from __future__ import annotations

@@ -1,21 +1,20 @@
-"""The data behind the report's timelines: one columnar table (executions, events, findings of the jobs that
-get a timeline) that report.js draws each job's figure from when it is first shown, instead of hundreds of
-plotly figures built here.
+"""The data the HTML report carries instead of figures: one columnar table of every finding (in the list's
+order) and the executions and events of each job that gets a timeline. The page writes the findings list
+from it (assets/findings.js) and draws a job's timeline from it when it is first shown (assets/timeline.js).
 
-The browser's drawing (assets/timeline.js) follows timeline.py, lanes.py and markers.py step for step, and
-a test draws jobs both ways and compares the figures. Everything in the table is raw log text: the page
-escapes it before plotly sees it, as plotting.esc does here. Times are integers, microseconds since the Unix
-epoch (on the log-order timeline too: `epoch` is where its seconds count from).
+timeline.js follows timeline.py, lanes.py and markers.py step for step, and a test draws jobs both ways and
+compares the figures. Everything in the table is raw log text: the page escapes it before it becomes markup
+(as html_parts.e does) or reaches plotly (as plotting.esc does). Times are integers, microseconds since the
+Unix epoch (on the log-order timeline too: `epoch` is where its seconds count from).
 
-The table travels gzip-compressed and base64-encoded in one inert <script> block (the events' raw fields
-repeat a lot; compressed they are a small share of the page).
+The table travels gzip-compressed and base64-encoded in the page's data block (the events' raw fields and
+the findings' evidence repeat a lot; compressed they are a small share of the page).
 """
 
 from __future__ import annotations
 
 import base64
 import gzip
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -47,7 +46,7 @@ from leaselog.timebase import PSEUDO_EPOCH
 if TYPE_CHECKING:
     from leaselog.analysis import Analysis
 
-__all__ = ["encode_table", "figure_height", "finding_panel", "panel_clocks", "timeline_table"]
+__all__ = ["encode_table", "figure_height", "timeline_table"]
 
 _EXECUTION_COLUMNS = (
     "execution_id",
@@ -86,16 +85,21 @@ _EVENT_COLUMNS = (
     "renewal_outcome",
 )
 _FINDING_COLUMNS = (
+    "job_id",
     "kind",
     "code",
     "severity",
     "certainty",
     "execution_ids",
+    "pods",
     "start",
     "end",
     "duration_ms",
     "trigger",
     "message",
+    "timeline",
+    "goto",
+    "wall",
 )
 
 
@@ -142,8 +146,10 @@ def _columns(frame: pl.DataFrame, k: pl.Series) -> tuple[dict[str, list[Any]], l
     return _micros(frame).to_dict(as_series=False), at
 
 
-def timeline_table(a: Analysis, drawn: list[str]) -> dict[str, Any]:
-    """The table report.js draws the timelines of `drawn` (in that order: timeline k is `drawn[k]`) from."""
+def timeline_table(a: Analysis, drawn: list[str], listed: pl.DataFrame) -> dict[str, Any]:
+    """The table the page writes the findings list and draws the timelines of `drawn` from (timeline k is
+    `drawn[k]`). `listed`: every finding in the list's order (html_findings.listed_findings); a timeline's
+    findings are a run of it, rows `findings.at[k][0]` to `findings.at[k][1]`."""
     jobs = pl.DataFrame(
         {"job_id": drawn, "k": list(range(len(drawn)))}, schema={"job_id": pl.String, "k": pl.Int64}
     )
@@ -164,17 +170,32 @@ def timeline_table(a: Analysis, drawn: list[str]) -> dict[str, Any]:
         .with_columns(detail.alias("detail"), pl.col("fields").str.slice(0, MAX_FIELDS_CHARS))
         .select("k", *_EVENT_COLUMNS)
     )
-    fs = (
-        a.findings.with_row_index("_row")
-        .join(jobs, on="job_id", how="inner")
-        .sort("k", "_row")  # each job's findings in the analysis' order (the figures index them so)
-        .select("k", *_FINDING_COLUMNS)
-    )
     tables: dict[str, Any] = {}
-    for name, frame in (("executions", ex), ("events", ev), ("findings", fs)):
+    for name, frame in (("executions", ex), ("events", ev)):
         cols, at = _columns(frame.drop("k"), frame["k"])
         at += [at[-1]] * (len(drawn) + 1 - len(at))  # jobs at the end with no rows
-        tables[name] = {"columns": cols, "at": at}
+        tables[name] = {"columns": cols, "at": [[at[k], at[k + 1]] for k in range(len(drawn))]}
+    runs = (
+        listed.select("timeline")
+        .with_row_index("_i")
+        .filter(pl.col("timeline") >= 0)
+        .group_by("timeline")
+        .agg(pl.col("_i").min().alias("lo"), (pl.col("_i").max() + 1).alias("hi"))
+    )
+    at_f = [[0, 0] for _ in drawn]
+    for k, lo, hi in runs.iter_rows():
+        at_f[k] = [lo, hi]
+    tables["findings"] = {
+        "columns": _micros(
+            listed.select(
+                *_FINDING_COLUMNS,
+                pl.col("evidence").list.eval(pl.element().struct.field("file")).alias("evidence_file"),
+                pl.col("evidence").list.eval(pl.element().struct.field("line")).alias("evidence_line"),
+                pl.col("evidence").list.eval(pl.element().struct.field("note")).alias("evidence_note"),
+            )
+        ).to_dict(as_series=False),
+        "at": at_f,
+    }
     return {
         "jobs": drawn,
         "epoch": int(PSEUDO_EPOCH.timestamp() * 1_000_000),
@@ -230,31 +251,3 @@ def figure_height(a: Analysis, drawn: list[str]) -> list[int]:
         .sort("k")
     )
     return [int(h) for h in facts["height"].to_list()]
-
-
-def panel_clocks(a: Analysis, drawn: list[str]) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
-    """Each drawn job's executions on the wall clock and on the log-order timeline: its timeline's panels."""
-    if not drawn:
-        return {}
-    by_job = (
-        a.executions.filter(pl.col("job_id").is_in(drawn) & pl.col("clock").is_not_null())
-        .group_by("job_id")
-        .agg(
-            pl.col("execution_id").filter(pl.col("clock") == "wall").alias("wall"),
-            pl.col("execution_id").filter(pl.col("clock") != "wall").alias("other"),
-        )
-    )
-    out: dict[str, tuple[frozenset[str], frozenset[str]]] = {j: (frozenset(), frozenset()) for j in drawn}
-    for job, wall, other in by_job.iter_rows():
-        out[job] = (frozenset(wall), frozenset(other))
-    return out
-
-
-def finding_panel(execution_ids: Sequence[str], clocks: tuple[frozenset[str], frozenset[str]]) -> bool | None:
-    """Whether a finding is drawn on its timeline's wall-clock panel (True) or its log-order one (False):
-    the first panel holding one of its executions, else the top one; None when the job has no lanes."""
-    wall, other = clocks
-    if not wall:
-        return False if other else None
-    ids = set(execution_ids)
-    return bool(wall & ids) or not (other & ids)

@@ -1,5 +1,6 @@
 // leaselog report: draws the first timeline at once and the others as they come near the viewport (all of
-// them, at page width, before printing), each from the report's columnar table (timeline.js); filters and the job search drive the findings list and the
+// them, at page width, before printing), each from the report's columnar table (timeline.js), then writes
+// the findings list from the same table (findings.js); filters and the job search drive the list and the
 // timelines, and live in the URL fragment (#kind=..&sev=..&job=..&from=..&to=..) so Back and shared links
 // work; "show on timeline" marks the finding's moment; a click on a marker keeps its raw fields shown.
 (function () {
@@ -8,21 +9,27 @@
   var config = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
   var PRINT_WIDTH = 700;  // CSS px across an A4 page inside 12 mm margins
 
-  // the timelines' table: gzip-compressed JSON in base64, unpacked once, when the first timeline is drawn
-  var tablePromise = null;
+  // the report's table: gzip-compressed JSON in base64, unpacked once; the first timeline's rows come
+  // in a small table of their own too, so the first screen does not wait for a fleet's whole table
+  function unpack(b64) {
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).json();
+  }
+  var tablePromise = null, firstPromise = null;
   function table() {
-    if (!tablePromise) {
-      var bin = atob(data.table), bytes = new Uint8Array(bin.length);
-      for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
-      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-      tablePromise = new Response(stream).json();
-    }
+    if (!tablePromise) { tablePromise = unpack(data.table); }
     return tablePromise;
+  }
+  function firstTable() {
+    if (!firstPromise) { firstPromise = data.first ? unpack(data.first) : table(); }
+    return firstPromise;
   }
   function spec(div) {
     var k = div.getAttribute("data-fig");
     if (k === "overview") { return Promise.resolve(data.overview); }
-    return table().then(function (t) { return leaselogTimeline.spec(t, +k); });
+    return (k === "0" ? firstTable() : table()).then(function (t) { return leaselogTimeline.spec(t, +k); });
   }
   function render(div, width) {
     if (div._leaselog) { return div._leaselog; }
@@ -145,9 +152,15 @@
 
   // ------------------------------------------------------------------ show a finding on its timeline
   function highlight(fid, scroll) {
-    var ref = data.findings[fid];
-    if (!ref || ref[0] < 0) { return Promise.resolve(); }
-    var div = document.getElementById("plot-" + ref[0]);
+    return table().then(function (t) {
+      var c = t.findings.columns;
+      if (!(fid >= 0 && fid < c.goto.length) || !c.goto[fid]) { return null; }
+      var k = c.timeline[fid];
+      return mark(fid, k, fid - t.findings.at[k][0], scroll);
+    });
+  }
+  function mark(fid, k, i, scroll) {
+    var div = document.getElementById("plot-" + k);
     document.querySelectorAll("li.finding.selected").forEach(function (li) { li.classList.remove("selected"); });
     var li = document.getElementById("f-" + fid);
     if (li) { li.classList.add("selected"); }
@@ -156,7 +169,7 @@
     if (scroll) { art.scrollIntoView({block: "start"}); }
     return render(div).then(function () {
       // where the figure drew the finding: [xref, x0, x1]
-      var at = div._spec.layout.meta.findings[ref[1]];
+      var at = div._spec.layout.meta.findings[i];
       if (!at) { return; }
       var base = (div.layout.shapes || []).filter(function (s) { return s.name !== "highlight"; });
       var xref = at[0], yref = "y" + xref.slice(1) + " domain";
@@ -188,20 +201,29 @@
   var sevSel = document.getElementById("sev-filter");
   var search = document.getElementById("job-search");
   var win = null;  // [from, to] in epoch seconds, from a click on the fleet overview
-  var items = Array.prototype.slice.call(document.querySelectorAll("li.finding"));
-  var groups = Array.prototype.slice.call(document.querySelectorAll("div.jobgroup"));
   var articles = Array.prototype.slice.call(document.querySelectorAll("article.job"));
-  // what the filters read of each finding, read from the DOM once
+  var articleJob = articles.map(function (a) { return a.getAttribute("data-job"); });
+  // what the filters read of each finding, from the table; its list item and group once written
   var itemKind = [], itemSev = [], itemJob = [], itemJobLower = [], itemT = [], itemGroup = [], itemHidden = [];
-  items.forEach(function (li) {
-    itemKind.push(li.getAttribute("data-kind"));
-    itemSev.push(li.getAttribute("data-sev"));
-    itemJob.push(li.getAttribute("data-job"));
-    itemJobLower.push(li.getAttribute("data-job").toLowerCase());
-    itemT.push(parseFloat(li.getAttribute("data-t")));
-    itemGroup.push(li.closest("div.jobgroup"));
-    itemHidden.push(false);
-  });
+  var items = [], groups = [];
+  function learn(t) {
+    var c = t.findings.columns;
+    itemKind = c.kind; itemSev = c.severity;
+    itemJob = c.job_id.map(function (j) { return j === null ? "" : j; });
+    itemJobLower = itemJob.map(function (j) { return j.toLowerCase(); });
+    itemT = c.start.map(function (us) { return us === null ? NaN : us / 1e6; });
+    items = itemKind.map(function () { return null; });
+    itemGroup = items.slice();
+    itemHidden = itemKind.map(function () { return false; });
+  }
+  function written(lo, hi) {  // rows lo..hi-1 are in the page now
+    for (var i = lo; i < hi; i++) {
+      items[i] = document.getElementById("f-" + i);
+      itemGroup[i] = items[i].parentNode.parentNode;
+      if (groups[groups.length - 1] !== itemGroup[i]) { groups.push(itemGroup[i]); }
+    }
+    if (kindSel && (kindSel.value || sevSel.value || search.value || win)) { applyFilters(false); }
+  }
 
   function state() {
     var s = new URLSearchParams();
@@ -215,32 +237,36 @@
     if (!kindSel) { return; }
     var kind = kindSel.value, sev = sevSel.value, q = (search.value || "").toLowerCase();
     var shown = 0, jobsShown = {}, perGroup = new Map();
-    items.forEach(function (li, i) {
-      var t = itemT[i];
+    for (var i = 0; i < itemKind.length; i++) {
+      var t = itemT[i], li = items[i];
       var ok = (!kind || itemKind[i] === kind) && (!sev || itemSev[i] === sev) &&
         (!q || itemJobLower[i].indexOf(q) >= 0) && (!win || (t >= win[0] && t < win[1]));
-      if (itemHidden[i] === ok) { li.classList.toggle("hidden", !ok); itemHidden[i] = !ok; }
+      if (li && itemHidden[i] === ok) { li.classList.toggle("hidden", !ok); itemHidden[i] = !ok; }
       if (ok) {
         shown += 1;
         jobsShown[itemJob[i]] = true;
-        perGroup.set(itemGroup[i], (perGroup.get(itemGroup[i]) || 0) + 1);
+        if (li) { perGroup.set(itemGroup[i], (perGroup.get(itemGroup[i]) || 0) + 1); }
       }
-    });
+    }
     var active = !!(kind || sev || q || win);
+    // a fleet's list has tens of thousands of groups: touch only what changes
     groups.forEach(function (g) {
       var n = perGroup.get(g) || 0;
-      var c = g.querySelector(".jobcount"), total = +c.getAttribute("data-n");
-      c.textContent = (n === total ? total : n + " of " + total) + " finding(s)";
-      g.classList.toggle("hidden", n === 0);
+      if (!g._count) { g._count = g.querySelector(".jobcount"); g._total = +g._count.getAttribute("data-n"); g._n = g._total; }
+      if (g._n !== n) {
+        g._count.textContent = (n === g._total ? g._total : n + " of " + g._total) + " finding(s)";
+        if ((g._n === 0) !== (n === 0)) { g.classList.toggle("hidden", n === 0); }
+        g._n = n;
+      }
     });
     var drawn = 0;
-    articles.forEach(function (art) {
-      var ok = !active || jobsShown[art.getAttribute("data-job")] === true;
-      art.classList.toggle("hidden", !ok);
+    articles.forEach(function (art, a) {
+      var ok = !active || jobsShown[articleJob[a]] === true;
+      if (art.classList.contains("hidden") === ok) { art.classList.toggle("hidden", !ok); }
       if (ok) { drawn += 1; }
     });
     document.getElementById("filter-count").textContent =
-      shown + " of " + items.length + " findings shown · " + drawn + " of " + articles.length + " timelines";
+      shown + " of " + itemKind.length + " findings shown · " + drawn + " of " + articles.length + " timelines";
     var tw = document.getElementById("time-window");
     if (tw) {
       tw.textContent = win ? "time window " + new Date(win[0] * 1000).toISOString() + " → " +
@@ -302,9 +328,16 @@
   window.addEventListener("beforeprint", prepareForPrint);
   window.addEventListener("afterprint", afterPrint);
 
-  // the worst job's timeline is on the first screen: draw it before anything else
+  // the worst job's timeline is on the first screen: draw it before anything else, then write the list
+  // performance marks (DevTools, benchmarks): the table unpacked, the first timeline drawn, the list written
   var ready = first ? render(first) : Promise.resolve();
-  ready.then(function () {
+  var list = document.getElementById("findings-list");
+  ready.then(function () { performance.mark("leaselog-first-figure"); }).then(table).then(function (t) {
+    performance.mark("leaselog-table");
+    learn(t);
+    return list ? leaselogFindings.write(t, list, written) : null;
+  }).then(function () {
+    performance.mark("leaselog-listed");
     restore();
     document.body.setAttribute("data-ready", "1");
   });

@@ -109,7 +109,7 @@ var leaselogTimeline = (function () {
   // ------------------------------------------------------------------ the table, a job at a time
   function rows(name, k) {
     var t = T[name], cols = t.columns, names = Object.keys(cols), out = [];
-    for (var i = t.at[k]; i < t.at[k + 1]; i++) {
+    for (var i = t.at[k][0]; i < t.at[k][1]; i++) {
       var r = {};
       for (var c = 0; c < names.length; c++) { r[names[c]] = cols[names[c]][i]; }
       out.push(r);
@@ -541,5 +541,8 @@ var leaselogTimeline = (function () {
     return stack(jobId, titleText, panels, assigned, findings.length);
   }
 
-  return {spec: spec};
+  // a moment as the report writes it outside figures (html_parts.when): dated on the wall clock
+  function when(table, us, wall) { T = table; return new Axis(wall, true).when(us); }
+
+  return {spec: spec, duration: duration, when: when};
 })();
