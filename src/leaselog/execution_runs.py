@@ -148,7 +148,11 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
             | ((ev == "job_started") & prev.is_in([_START, _END]))
         )
     else:
-        cut = ev.is_in(_BEGINS) & (prev == _END)
+        # an explicit id is cut only where its attempt is over: a begin after an end, a trigger after a
+        # denial (the attempt the lock turned away is over; a waiting one logs no new trigger)
+        cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
+            (ev == "job_triggered") & prev.is_in([_DENY, _DENY_WAITING])
+        )
     if "_orphan" in f.columns:
         cut = cut & ~pl.col("_orphan")
     begin = ks | cut
@@ -159,23 +163,38 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
 
 
 def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
-    """(job_id, execution_id) of explicit ids with a begin logged after their first end, or acquired on
-    two threads (a redelivery to another consumer of the same pod, under the same id): one group-by, so the
-    row-level split runs only for them (none, in most logs)."""
+    """(job_id, execution_id) of explicit ids with a begin logged after their first end (or a trigger after
+    their first denial), or acquired (or
+    denied) on two threads (a redelivery to another consumer of the same pod, under the same id, or a
+    second scheduler thread turned away under the running attempt's id): one group-by on a
+    hash of the key over the begin and end lines only, so the row-level split runs only for them (none,
+    in most logs). A hash collision can only cause that work."""
     ev = pl.col("event")
     begin = ev.is_in(["job_triggered", "lock_acquired", "lock_denied"])
-    acquired = ev == "lock_acquired"
-    return (
+    end = ev.is_in(["job_finished", "job_stopped", "lock_released"])
+    key = pl.struct("job_id", "execution_id").hash()
+    hits = (
         events.lazy()
-        .select("job_id", "execution_id", "t", "thread", ev)
-        .group_by("job_id", "execution_id")
+        .filter(begin | end | (ev == "job_started"))
+        .group_by(key.alias("k"))
         .agg(
             pl.col("t").filter(begin).max().alias("b"),
-            pl.col("t").filter(ev.is_in(["job_finished", "job_stopped", "lock_released"])).min().alias("e"),
-            pl.col("thread").filter(acquired).drop_nulls().n_unique().alias("threads"),
+            pl.col("t").filter(end).min().alias("e"),
+            pl.col("t").filter(ev == "job_triggered").max().alias("bt"),
+            pl.col("t").filter(ev == "lock_denied").min().alias("d"),
+            pl.col("thread").filter(ev.is_in(_RAN)).drop_nulls().n_unique().alias("threads"),
         )
-        .filter((pl.col("b") > pl.col("e")) | (pl.col("threads") > 1))
+        .filter((pl.col("b") > pl.col("e")) | (pl.col("bt") > pl.col("d")) | (pl.col("threads") > 1))
+        .select("k")
+        .collect()
+    )
+    if not hits.height:
+        return pl.DataFrame(schema={"job_id": pl.String(), "execution_id": pl.String()})
+    return (
+        events.lazy()
+        .filter(key.is_in(hits["k"].implode()))
         .select("job_id", "execution_id")
+        .unique()
         .collect()
     )
 

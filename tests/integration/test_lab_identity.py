@@ -95,11 +95,6 @@ def test_a_newest_first_export_without_ids_keeps_each_run_whole(tmp_path: Path) 
         assert a.executions.height == 1, name
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="with ids, an attempt turned away on another thread under the id of the run going on is merged "
-    "into that run (campaign seed 12, run 0: threads, ids reused, renewal)",
-)
 def test_an_id_turned_away_on_another_thread_is_an_attempt_of_its_own(tmp_path: Path) -> None:
     rows = {
         "pod-a": [
@@ -259,12 +254,6 @@ PLANS = {
         fault_at_ms=3500,
     ),
 }
-# With ids, the same id on one pod after an attempt the lock turned away (a new trigger, then an
-# acquisition) is still the turned-away attempt: the attempts merge, the overlap and the second attempt
-# are missed, and findings name an attempt that never ran. Without ids, thread and lifecycle cut them right.
-REUSED_AFTER_DENIAL = pytest.mark.xfail(
-    reason="with ids, an id reused on one pod after a denied attempt is merged with it", strict=False
-)
 EXPECTED = {
     "scheduled": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "threads": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
@@ -309,7 +298,7 @@ def _bad(rs: Any) -> list[str]:
         "threads",
         "same_pod",
         "same_pod_reused",
-        pytest.param("scheduled_reused", marks=REUSED_AFTER_DENIAL),
+        "scheduled_reused",
         "scheduled_restart",
     ],
 )
@@ -339,7 +328,7 @@ def test_without_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path
         "threads",
         "same_pod",
         "same_pod_reused",
-        pytest.param("scheduled_reused", marks=REUSED_AFTER_DENIAL),
+        "scheduled_reused",
         "scheduled_restart",
     ],
 )

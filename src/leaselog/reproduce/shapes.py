@@ -550,6 +550,39 @@ def spring_console(pods: Pods, job: str | None) -> dict[str, list[str]]:
     }
 
 
+@row_shape("celery", ".log", "celery")
+def celery(row: Row, pod: str, job: str | None) -> list[str]:
+    """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: Python
+    logging's local time, milliseconds after a comma, no zone), the lease fields as `key=value` pairs."""
+    pairs = " ".join(f"{k}={_kv_value(mdc_str(v))}" for k, v in kv(row, job).items())
+    msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
+    t = row_time(row)
+    asctime = t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
+    process = "ForkPoolWorker-1" if "jobId" in row else "MainProcess"
+    lvl = {"WARN": "WARNING"}.get(level(row), level(row))
+    return [f"[{asctime}: {lvl}/{process}] {msg}"]
+
+
+@fleet_shape("klog", "klog")
+def klog(pods: Pods, job: str | None) -> dict[str, list[str]]:
+    """Kubernetes klog text (`Lmmdd hh:mm:ss.uuuuuu PID file:line] "message" key="value"`), as a
+    structured `logger.Info` writes it; no year in the lines: the file's name carries the date."""
+
+    def line(row: Row) -> str:
+        t = row_time(row)
+        pairs = " ".join(
+            f"{k}={json.dumps(v) if isinstance(v, str) else mdc_str(v)}" for k, v in kv(row, job).items()
+        )
+        head = f"{level(row)[:1]}{t:%m%d %H:%M:%S}.{t.microsecond:06d}       1 worker.go:42]"
+        return " ".join(x for x in (head, json.dumps(str(row.get("message", ""))), pairs) if x)
+
+    return {
+        f"{pod}.{row_time(rows[0]):%Y-%m-%d}.log": [line(r) for r in rows]
+        for pod, rows in pods.items()
+        if rows
+    }
+
+
 @fleet_shape("flat", "flat", sample=False)
 def flat(pods: Pods, job: str | None) -> dict[str, list[str]]:
     """The rows as they are: one JSON object per line, one file per pod (what the lab's workers write)."""
