@@ -70,10 +70,15 @@ def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: P
         paths = write_shape(rows, name, tmp_path / name)
         text = "".join(p.read_text(encoding="utf-8") for p in paths)
         assert "executionId" not in text and "execution_id" not in text, name
-        assert "scheduling-2" in text, name
+        if name in shapes.THREADLESS:
+            continue
+        # Celery names the pool process a worker runs in, not its thread
+        want = (
+            {"ForkPoolWorker-1", "ForkPoolWorker-2"} if name == "celery" else {"scheduling-1", "scheduling-2"}
+        )
         ev = leaselog.analyze(paths, keep_fields=False).events
         threads = set(ev.filter(pl.col("job_id") == "report-1")["thread"].to_list())
-        assert threads == {"scheduling-1", "scheduling-2"}, name
+        assert threads == want, name
 
 
 def test_a_newest_first_export_without_ids_keeps_each_run_whole(tmp_path: Path) -> None:
