@@ -156,8 +156,9 @@ def differential(
             for name in names or list(shapes.SHAPES):
                 if (name == "flat" and with_ids) or (name in ONE_HOST_SHAPES and len(truth["moments"]) < 2):
                     continue
-                if not with_ids and name in shapes.THREADLESS and interleaved(truth):
-                    continue  # no id, no thread, two runs of one pod at once: the logs cannot tell them apart
+                reused = truth["plan"].get("id_style") == "reused"
+                if (not with_ids or reused) and name in shapes.THREADLESS and interleaved(truth):
+                    continue  # no (distinct) id, no thread, two runs of one pod at once: nothing tells them apart
                 label = name if with_ids else f"{name}{NO_IDS}"
                 paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"))
                 _d, got, n = judged(paths, truth)
