@@ -154,3 +154,18 @@ def test_formats_lists_the_dialects() -> None:
     render_formats(Console(file=out, width=200))
     text = out.getvalue()
     assert all(d.name in text for d in DIALECTS)
+
+
+def test_a_library_line_with_the_apps_mdc_job_id_takes_the_lock_name(tmp_path: Path) -> None:
+    """The app's MDC (`jobId`) rides on the library's line too: the line is still the library's event, and
+    its job is the lock's name (on the columnar path, as a candidate with no event name)."""
+    app = '{"ts":"2026-11-29T10:00:%02d.000Z","jobId":"sync-%d","event":"lock_acquired","leaseMs":30000}'
+    lines = [app % (i, i) for i in range(25)]
+    lines.append(
+        '{"ts":"2026-11-29T10:00:30.000Z","jobId":"report-run-9","thread":"scheduling-1",'
+        '"message":"Not executing \'report\'. It\'s locked."}'
+    )
+    raw, report = _read(tmp_path, lines, "pod-a.jsonl")
+    lib = raw.filter(pl.col("dialect") == "shedlock")
+    assert lib["event"].to_list() == ["job_triggered", "lock_denied"]
+    assert set(lib["job_id"].to_list()) == {"report"} and report.malformed == 0  # type: ignore[attr-defined]

@@ -90,9 +90,8 @@ def test_redis_lock_join_confirms_refreshes_by_the_next_line() -> None:
     assert out["renewal_outcome"].to_list() == [
         None, "success", "success", None, None, None, "error", None, None, None, None,
     ]  # fmt: skip
-    # the last refresh, nothing after it: a sign of life, not a renewal
-    assert out["event"].to_list()[9] == "job_progress"
-    assert out["event"].to_list()[1] == "lease_renewal"
+    # the last refresh, nothing after it: no outcome (read as a success, as any renewal line without one)
+    assert out["event"].to_list()[9] == "lease_renewal"
     assert out.columns == frame(rows).columns
 
 

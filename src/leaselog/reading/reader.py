@@ -560,8 +560,10 @@ class Reader:
         candidates = candidates.filter(pl.col("simple"))
         ndjson, fields = split.ndjson, split.fields
         if candidates.height:
-            repeated = split.repeated
-            if repeated.any():  # duplicate keys resolve last-wins: orjson's way, on the per-line path
+            # duplicate keys resolve last-wins: orjson's way, on the per-line path; a lock library's line
+            # is read there too (its dialect reads it)
+            repeated = split.repeated | candidates["library"]
+            if repeated.any():
                 per_line = pl.concat([per_line, candidates.filter(repeated)])
                 candidates = candidates.filter(~repeated)
                 ndjson = candidates["l"].str.join("\n").cast(pl.Binary).item()

@@ -23,8 +23,8 @@ What the lines cannot say on their own, and the join below adds:
   renewal thread, which dies without a log line. A refresh is confirmed by the renewal thread's next
   line (another refresh, or "Signaling renewal thread ... to exit", logged only while the thread is
   alive); a refresh followed by the release with no such line is a renewal that failed (the thread died);
-  a refresh nothing confirms (the log ends after it) is read as a sign of life (`job_progress`), not as
-  a renewal.
+  a refresh nothing confirms (the log ends after it: a crash) is read as a success, as any renewal line
+  without an outcome; when the process died inside that extend's round trip, this is wrong.
 - 3.x's renewal lines name no lock: they take the lock last acquired on the same thread (Celery's worker
   process; `Rule.job_from_thread`).
 The lease length (`expire`) is never logged; with `auto_renewal` the renewal thread announces its
@@ -108,7 +108,7 @@ SAMPLES = (
         "[2026-12-01 10:00:06,790: DEBUG/ForkPoolWorker-1] Refreshing Lock('lock:report-42').",
         "lease_renewal",
         {"job_id": "report-42", "renewal_outcome": "success"},
-        # the renewal thread's next line confirms the refresh (a lone one is only a sign of life)
+        # the renewal thread's next line confirms the refresh (a lone one has no outcome)
         after=("[2026-12-01 10:00:13,457: DEBUG/ForkPoolWorker-1] Refreshing Lock('lock:report-42').",),
     ),
     Sample(
@@ -239,16 +239,10 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("renewal_outcome"))
         .alias("renewal_outcome")
     )
-    # a refresh nothing confirms (the log ends after it: the process died, or the extend never returned)
-    # proves the process alive then, not the lease renewed
-    life = life.with_columns(
-        pl.when((pl.col("event") == "lease_renewal") & pl.col("renewal_outcome").is_null())
-        .then(pl.lit("job_progress"))
-        .otherwise(pl.col("event"))
-        .alias("event")
-    )
-    ours = ours.update(life.select("_row", "renewal_outcome", "event"), on="_row", include_nulls=True)
-    cols = ["_row", "renewal_outcome", "lease_ms", "event"]
+    # a refresh nothing confirms (the log ends after it) keeps no outcome: read as a success, as any
+    # renewal line without one (the extend takes a round trip; a process dying inside it is rare)
+    ours = ours.update(life.select("_row", "renewal_outcome"), on="_row", include_nulls=True)
+    cols = ["_row", "renewal_outcome", "lease_ms"]
     return df.update(ours.select(cols), on="_row", include_nulls=True).sort("_row").drop("_row")
 
 
