@@ -70,10 +70,15 @@ def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: P
         paths = write_shape(rows, name, tmp_path / name)
         text = "".join(p.read_text(encoding="utf-8") for p in paths)
         assert "executionId" not in text and "execution_id" not in text, name
-        assert "scheduling-2" in text, name
+        if name in shapes.THREADLESS:
+            continue
+        # Celery names the pool process a worker runs in, not its thread
+        want = (
+            {"ForkPoolWorker-1", "ForkPoolWorker-2"} if name == "celery" else {"scheduling-1", "scheduling-2"}
+        )
         ev = leaselog.analyze(paths, keep_fields=False).events
         threads = set(ev.filter(pl.col("job_id") == "report-1")["thread"].to_list())
-        assert threads == {"scheduling-1", "scheduling-2"}, name
+        assert threads == want, name
 
 
 def test_a_newest_first_export_without_ids_keeps_each_run_whole(tmp_path: Path) -> None:
@@ -110,6 +115,59 @@ def test_an_id_turned_away_on_another_thread_is_an_attempt_of_its_own(tmp_path: 
     for rendering in (rows, shapes.without_ids(rows)):
         a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
         assert a.executions.height == 2
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="without ids, a renewal of the helper thread logged while another thread's attempt waits for "
+    "the lock joins that attempt (it never acquired) instead of the run holding the lease (seed 23 run 11)",
+)
+def test_a_helper_thread_renews_the_run_that_holds_the_lease(tmp_path: Path) -> None:
+    rows = shapes.without_ids(
+        {
+            "pod-a": [
+                _row("02.663", "scheduling-1", "a", "job_triggered", trigger="scheduler"),
+                _row("02.677", "scheduling-1", "a", "lock_acquired", leaseMs=1500),
+                _row("02.683", "scheduling-1", "a", "job_started"),
+                _row("03.903", "lease-renewal-1", "a", "lease_renewal", renewalOutcome="success"),
+                _row("04.306", "scheduling-2", "a", "job_triggered", trigger="scheduler"),
+                _row("04.312", "lease-renewal-1", "a", "lease_renewal", renewalOutcome="success"),
+                _row("04.411", "scheduling-2", "a", "lock_denied"),
+                _row("04.714", "lease-renewal-1", "a", "lease_renewal", renewalOutcome="success"),
+                _row("05.093", "scheduling-1", "a", "job_finished"),
+                _row("05.094", "scheduling-1", "a", "lock_released", released=True),
+            ]
+        }
+    )
+    a = leaselog.analyze(write_shape(rows, "flat", tmp_path), keep_fields=False)
+    assert a.executions.height == 2
+    assert not {"overlapping_executions", "renewal_gap"} & {f.kind for f in a.finding_list}
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="with ids, a pod restarted after a crash that logs the killed attempt's id again is merged with "
+    "it (seed 23 run 13: scheduled, ids reused, crash)",
+)
+def test_a_restarted_pod_reusing_the_killed_attempts_id_is_a_new_execution(tmp_path: Path) -> None:
+    rows = {
+        "pod-a": [
+            _row("00.100", "scheduling-1", "task-7", "job_triggered", trigger="scheduler"),
+            _row("00.102", "scheduling-1", "task-7", "lock_acquired", leaseMs=1000),
+            _row("00.103", "scheduling-1", "task-7", "job_started"),
+            # killed here; the restarted pod's scheduler fires the job again under the same id
+            {"ts": "2026-11-02T08:00:01.500Z", "pod": "pod-a", "thread": "main", "message": "up"},
+            _row("02.000", "scheduling-1", "task-7", "job_triggered", trigger="scheduler"),
+            _row("02.002", "scheduling-1", "task-7", "lock_acquired", leaseMs=1000),
+            _row("02.003", "scheduling-1", "task-7", "job_started"),
+            _row("02.400", "scheduling-1", "task-7", "job_finished"),
+            _row("02.401", "scheduling-1", "task-7", "lock_released", released=True),
+        ]
+    }
+    for rendering in (rows, shapes.without_ids(rows)):
+        a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
+        assert a.executions.height == 2
+        assert "crash_takeover" in {f.kind for f in a.finding_list}
 
 
 def test_executions_are_matched_to_true_attempts_by_pod_and_time() -> None:

@@ -23,6 +23,7 @@ Row = dict[str, Any]
 Pods = Mapping[str, list[Row]]
 META = ("ts", "pod", "thread", "level", "logger", "message")
 THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
+THREADLESS = ("klog",)  # layouts with no thread field at all
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
@@ -558,7 +559,10 @@ def celery(row: Row, pod: str, job: str | None) -> list[str]:
     msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
     t = row_time(row)
     asctime = t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
-    process = "ForkPoolWorker-1" if "jobId" in row else "MainProcess"
+    # Celery names the pool process: a worker thread and its helper (`scheduling-2`, `lease-renewal-2`)
+    # are one pool process, `ForkPoolWorker-2`
+    number = str(row.get("thread") or "").rsplit("-", 1)[-1]
+    process = f"ForkPoolWorker-{number if number.isdigit() else 1}" if "jobId" in row else "MainProcess"
     lvl = {"WARN": "WARNING"}.get(level(row), level(row))
     return [f"[{asctime}: {lvl}/{process}] {msg}"]
 
