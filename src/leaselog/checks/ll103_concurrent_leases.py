@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, evidence, ms_expr, one_or_two, pairs_of
@@ -66,7 +67,15 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    found = pairs(ctx.executions, ctx.leases)
+    # a release that deleted the key proves no one else held it before that release (leaselog.checks.causal):
+    # an acquisition the clocks put inside such a lease is a clock or a line that is wrong (clock_step,
+    # clock_contradiction), not two leases at once
+    found = pairs(ctx.executions, ctx.leases).join(
+        refuted_leases(ctx),
+        on=["job_id", "execution_id", "execution_id_b"],
+        how="anti",
+        maintain_order="left",
+    )
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
     proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
@@ -79,6 +88,11 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     found = found.with_columns(
         proven.alias("proven_ms"),
         *certainty_columns(proven, ("pod", "pod_b"), ("clock", "clock_b"), ctx.settings),
+    )
+    # a clock step in either execution's log: the figure may be off by up to the step
+    found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
+    found = found.with_columns(
+        step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms).alias("certainty")
     )
     return found.with_columns(
         pl.concat_list("execution_id", "execution_id_b").alias("execution_ids"),
@@ -114,9 +128,11 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.format("{} acquires while {}'s lease is valid", b_id, a_id),
             ),
         ).alias("evidence"),
-        details(
-            confirmLatencyMs=pl.col("confirm_latency_ms"),
-            fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        with_step(
+            details(
+                confirmLatencyMs=pl.col("confirm_latency_ms"),
+                fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+            )
         ).alias("details"),
     )
 
@@ -157,6 +173,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             )
             .otherwise(pl.lit("")),
             pl.col("caveat"),
+            step_note(rows),
         ).alias("message")
     ).to_series()
 

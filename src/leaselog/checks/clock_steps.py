@@ -1,0 +1,206 @@
+"""Clock steps within one pod's log: where its wall clock jumped, by how much, and which way.
+
+A pod writes its lines in the order things happened, on one wall clock. Two facts in its own log show
+when that clock stepped (an NTP step, a VM resumed with a stale clock):
+- the timestamps run backwards from one line to the next, by more than the logger's usual jitter
+  (`Settings.clock_jitter_ms`): the clock stepped back by at least that much;
+- two lines of one execution carry `elapsedMs` (a monotonic duration) and their wall-clock difference
+  disagrees with their elapsedMs difference by more than the jitter: the clock stepped by exactly the
+  disagreement (forward or back).
+
+The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
+time within a file (a log written newest first, an async appender's small reorderings), which would
+put the lines after a backward step before the ones they follow. A log whose lines run backwards more
+often than forwards (an export written newest first) is read in reverse line order.
+
+Job-scoped: the lines compared are one execution's on one pod in one file (the step a pod's clock took
+while it ran that execution; a step between two executions' lines only is not seen: a log put together
+thread by thread, or run by run, is not in time order between them).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.contract import CheckContext, derived
+
+# the columns of `clock_steps` (one row per step: the line before it and the first line after it)
+STEP_COLUMNS: dict[str, pl.DataType] = {
+    "job_id": pl.String(),
+    "pod": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "prev_line": pl.Int64(),
+    "execution_id": pl.String(),
+    "prev_execution_id": pl.String(),
+    "at": pl.Datetime("us", "UTC"),
+    "prev_at": pl.Datetime("us", "UTC"),
+    # signed: + the clock jumped forward, - it stepped back (exact when `exact`, else a lower bound)
+    "step_ms": pl.Float64(),
+    "exact": pl.Boolean(),
+    # how far the timestamps run backwards from the line before to this one (null: they do not)
+    "back_ms": pl.Float64(),
+    "elapsed_ms": pl.Float64(),
+    "prev_elapsed_ms": pl.Float64(),
+}
+
+# one execution's lines on one pod in one file: lines of two executions (two threads of a pod, a log put
+# together run by run) need not be in time order between them
+_GROUP = ["job_id", "_pod", "file", "execution_id"]
+
+
+def _new_group(keys: list[str]) -> pl.Expr:
+    """True on the first row of each run of equal keys (the frame sorted by them); `.over` is slow with
+    one group per job and pod."""
+    start = pl.lit(False)
+    for k in keys:
+        start = start | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    return start
+
+
+def _prev(col: str, keys: list[str]) -> pl.Expr:
+    return pl.when(~_new_group(keys)).then(pl.col(col).shift(1))
+
+
+def _ms(delta: pl.Expr) -> pl.Expr:
+    return delta.dt.total_microseconds() / 1000
+
+
+def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+    """Every clock step the lines of one job on one pod in one file show (`STEP_COLUMNS`), in job, file
+    and line order."""
+    if not events.height:
+        return pl.DataFrame(schema=STEP_COLUMNS)
+    x = (
+        events.lazy()
+        .filter((pl.col("clock") == "wall") & pl.col("file").is_not_null() & pl.col("line").is_not_null())
+        .select("job_id", "execution_id", "pod", "file", "line", "t", "elapsed_ms")
+        .with_columns(pl.col("pod").fill_null("").alias("_pod"))
+        .sort([*_GROUP, "line"])
+        .collect()
+    )
+    if not x.height:
+        return pl.DataFrame(schema=STEP_COLUMNS)
+    # which way each log runs: one written newest first is read from its end
+    dt = _ms(pl.col("t") - _prev("t", _GROUP))
+    x = x.with_columns(dt.alias("_dt"))
+    way = x.group_by(_GROUP).agg(((pl.col("_dt") < 0).sum() > (pl.col("_dt") > 0).sum()).alias("_reversed"))
+    x = (
+        x.join(way, on=_GROUP, how="left")
+        .with_columns(
+            pl.when(pl.col("_reversed")).then(-pl.col("line")).otherwise(pl.col("line")).alias("_ord")
+        )
+        .sort([*_GROUP, "_ord"])
+    )
+    # (a) consecutive lines of the log whose time runs backwards
+    back = (
+        x.with_columns(
+            _prev("t", _GROUP).alias("prev_at"),
+            _prev("line", _GROUP).alias("prev_line"),
+            _prev("execution_id", _GROUP).alias("prev_execution_id"),
+            _prev("elapsed_ms", _GROUP).alias("_prev_el"),
+        )
+        .with_columns(_ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
+        .filter(pl.col("back_ms") > jitter_ms)
+    )
+    # (b) consecutive lines of one execution whose wall clock disagrees with their elapsedMs
+    keys = _GROUP
+    e = (
+        x.filter(pl.col("elapsed_ms").is_not_null())
+        .sort([*keys, "_ord"])
+        .with_columns(
+            _prev("t", keys).alias("prev_at"),
+            _prev("line", keys).alias("prev_line"),
+            _prev("elapsed_ms", keys).alias("prev_elapsed_ms"),
+        )
+        .with_columns(
+            (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms")).alias("_del"),
+            (_ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
+                "_drift"
+            ),
+        )
+    )
+    # elapsedMs is a timeline only where it never goes back and most steps agree with the wall clock
+    # (an `elapsedMs` that is the duration of one operation agrees nowhere): a level shift, not noise
+    off = pl.col("_drift").abs() > jitter_ms
+    timeline = (
+        e.group_by(keys)
+        .agg(
+            (pl.col("_del") >= 0).all().alias("_monotonic"),
+            (~off).sum().alias("_agree"),
+            off.sum().alias("_disagree"),
+        )
+        .filter(pl.col("_monotonic") & (pl.col("_agree") >= 1) & (pl.col("_agree") >= pl.col("_disagree")))
+        .select(keys)
+    )
+    exact = (
+        e.join(timeline, on=keys, how="semi")
+        .filter(off.fill_null(False))
+        .select(
+            "job_id",
+            "file",
+            "line",
+            "prev_line",
+            "prev_at",
+            "prev_elapsed_ms",
+            pl.col("execution_id").alias("prev_execution_id"),
+            pl.col("_drift").alias("step_ms"),
+            pl.lit(True).alias("exact"),
+        )
+    )
+    rows = x.select("job_id", "pod", "file", "line", "execution_id", "t", "elapsed_ms")
+    found = (
+        exact.join(
+            back.select("job_id", "file", "line", "back_ms"), on=["job_id", "file", "line"], how="left"
+        )
+        .vstack(
+            back.join(exact, on=["job_id", "file", "line"], how="anti").select(
+                "job_id",
+                "file",
+                "line",
+                "prev_line",
+                "prev_at",
+                pl.col("_prev_el").alias("prev_elapsed_ms"),
+                "prev_execution_id",
+                (-pl.col("back_ms")).alias("step_ms"),
+                pl.lit(False).alias("exact"),
+                "back_ms",
+            )
+        )
+        .join(rows, on=["job_id", "file", "line"], how="left")
+        .unique(["job_id", "file", "line"], keep="first", maintain_order=True)
+    )
+    return (
+        found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
+        .cast(pl.Schema(STEP_COLUMNS))
+        .sort("job_id", "file", "line")
+    )
+
+
+def steps_of(ctx: CheckContext) -> pl.DataFrame:
+    """`clock_steps` of the context's events, computed once per analysis."""
+    return derived(ctx, "clock_steps", lambda: clock_steps(ctx.events, ctx.settings.clock_jitter_ms))
+
+
+def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
+    """Per (job, execution) whose lines a step lies between or after: the largest step's size (ms, no
+    sign), and where the first one is (`step_file`, `step_line`), to name it."""
+    both = pl.concat(
+        [
+            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms"),
+            steps.select(
+                "job_id", pl.col("prev_execution_id").alias("execution_id"), "pod", "file", "line", "step_ms"
+            ),
+        ]
+    ).drop_nulls("execution_id")
+    return (
+        both.sort("job_id", "file", "line")
+        .group_by("job_id", "execution_id", maintain_order=True)
+        .agg(
+            pl.col("step_ms").abs().max().alias("step_abs_ms"),
+            pl.col("step_ms").first().alias("first_step_ms"),
+            pl.col("pod").first().alias("step_pod"),
+            pl.col("file").first().alias("step_file"),
+            pl.col("line").first().alias("step_line"),
+        )
+    )
