@@ -8,7 +8,8 @@ when that clock stepped (an NTP step, a VM resumed with a stale clock):
   disagrees with their elapsedMs difference by more than the jitter: the clock stepped by exactly the
   disagreement (forward or back).
 
-The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
+The times compared are the logged ones (`clock_step_ms` added back where the events were built with a
+step undone: `leaselog.elapsed_clock`). The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
 time within a file (a log written newest first, an async appender's small reorderings), which would
 put the lines after a backward step before the ones they follow. A log whose lines run backwards more
 often than forwards (an export written newest first) is read in reverse line order.
@@ -71,10 +72,14 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     and line order."""
     if not events.height:
         return pl.DataFrame(schema=STEP_COLUMNS)
+    # the times as logged: a step inside an execution is undone when the events are built
+    # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
+    undone = pl.col("clock_step_ms") if "clock_step_ms" in events.columns else pl.lit(None, dtype=pl.Float64)
+    logged = pl.col("t") + pl.duration(microseconds=(undone.fill_null(0.0) * 1000).round(0).cast(pl.Int64))
     x = (
         events.lazy()
         .filter((pl.col("clock") == "wall") & pl.col("file").is_not_null() & pl.col("line").is_not_null())
-        .select("job_id", "execution_id", "pod", "file", "line", "t", "elapsed_ms")
+        .select("job_id", "execution_id", "pod", "file", "line", logged.alias("t"), "elapsed_ms")
         .with_columns(pl.col("pod").fill_null("").alias("_pod"))
         .sort([*_GROUP, "line"])
         .collect()

@@ -121,11 +121,22 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     return rows.select(
         pl.concat_str(
             how,
-            pl.format(
-                " Figures that compare a moment before this line with one after it, or {}'s moments with "
-                "another pod's, may be off by up to {}.",
-                text("pod"),
-                "size_text",
+            pl.when(pl.col("exact"))
+            .then(
+                pl.format(
+                    " leaselog reads this execution's lines from here on with the step undone, so its own "
+                    "durations hold; comparisons of {}'s moments with another pod's may still be off by up to {}.",
+                    text("pod"),
+                    "size_text",
+                )
+            )
+            .otherwise(
+                pl.format(
+                    " Figures that compare a moment before this line with one after it, or {}'s moments with "
+                    "another pod's, may be off by {} or more (without elapsedMs the step's full size is unknown).",
+                    text("pod"),
+                    "size_text",
+                )
             ),
             pl.when(pl.col("contradicts").is_not_null())
             .then(pl.format(" {}", pl.col("contradiction_text")))

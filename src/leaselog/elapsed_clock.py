@@ -1,0 +1,102 @@
+"""Clock steps inside one execution, undone by its own elapsedMs.
+
+An execution that logs `elapsedMs` (a monotonic duration since it began) beside each timestamp carries a
+second clock that never steps. Where two of its consecutive lines (one pod, one file, in line order)
+are further apart on the wall clock than on elapsedMs by more than the logger's jitter
+(`Settings.clock_jitter_ms`), the wall clock stepped between them by exactly the difference (an NTP
+step, a VM resumed with a stale clock). The lines after the step are then read with it undone: every
+duration within the execution (runtime, renewal gaps, time past the lease) is right whichever side of the
+step was the true time, and an end is never timed before its own start. `clock_step_ms` keeps what was
+subtracted from each line's logged time, so the step itself is still reported (`clock_step`, LL104) and
+the logged time can be shown.
+
+elapsedMs counts only where it is a timeline: it never goes back within the execution and most of its
+steps agree with the wall clock (an `elapsedMs` that is the duration of one call agrees nowhere).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["undo_clock_steps"]
+
+
+def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+    """`df` (build_events' frame: `file_index`, `line`, `pod`, `job_id`, `execution_id`, `t_wall`,
+    `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none) and
+    `t_wall` less it. Rows without an execution id, a wall clock or elapsedMs take the correction of the
+    execution's line before them (none before the first step)."""
+    keyed = pl.col("execution_id").is_not_null() & pl.col("job_id").is_not_null()
+    narrow = (
+        df.lazy()
+        .with_row_index("_row")
+        .filter(keyed & pl.col("t_wall").is_not_null())
+        .select(
+            "_row",
+            pl.struct("job_id", "execution_id", pl.col("pod").fill_null(""), "file_index").hash().alias("_k"),
+            "line",
+            "t_wall",
+            "elapsed_ms",
+        )
+        .collect()
+    )
+    none = df.with_columns(pl.lit(None, dtype=pl.Float64).alias("clock_step_ms"))
+    if not narrow.height or narrow["elapsed_ms"].null_count() == narrow.height:
+        return none
+    el = narrow.filter(pl.col("elapsed_ms").is_not_null()).sort("_k", "line")
+    first = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
+
+    def prev(c: str) -> pl.Expr:
+        return pl.when(~first).then(pl.col(c).shift(1))
+
+    el = el.with_columns(
+        (pl.col("elapsed_ms") - prev("elapsed_ms")).alias("_del"),
+        (
+            (pl.col("t_wall") - prev("t_wall")).dt.total_microseconds() / 1000
+            - (pl.col("elapsed_ms") - prev("elapsed_ms"))
+        ).alias("_drift"),
+    )
+    off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
+    if not el.select(off.any()).item():
+        return none
+    timeline = (
+        el.group_by("_k")
+        .agg(
+            (pl.col("_del").fill_null(0) >= 0).all().alias("_monotonic"),
+            (pl.col("_drift").is_not_null() & ~off).sum().alias("_agree"),
+            off.sum().alias("_disagree"),
+        )
+        .filter(pl.col("_monotonic") & (pl.col("_agree") >= 1) & (pl.col("_agree") >= pl.col("_disagree")))
+        .select("_k")
+    )
+    stepped = el.join(timeline, on="_k", how="semi")
+    if not stepped.select(off.any()).item():
+        return none
+    # the correction accumulates over the execution's steps, from each step's line on
+    step = pl.when(off).then(pl.col("_drift")).otherwise(0.0)
+    corr = stepped.with_columns(step.alias("_step")).with_columns(
+        pl.col("_step").cum_sum().over("_k").alias("_corr")
+    )
+    # every line of a stepped execution (with or without elapsedMs) takes the correction in force at it
+    rows = (
+        narrow.join(timeline, on="_k", how="semi")
+        .join(corr.select("_row", "_corr"), on="_row", how="left")
+        .sort("_k", "line")
+        .with_columns(pl.col("_corr").forward_fill().over("_k"))
+        .filter(pl.col("_corr").fill_null(0.0) != 0.0)
+        .select("_row", "_corr")
+    )
+    return (
+        df.with_row_index("_row")
+        .join(rows, on="_row", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("_corr").alias("clock_step_ms"),
+            pl.when(pl.col("_corr").is_not_null())
+            .then(
+                pl.col("t_wall") - pl.duration(microseconds=(pl.col("_corr") * 1000).round(0).cast(pl.Int64))
+            )
+            .otherwise(pl.col("t_wall"))
+            .alias("t_wall"),
+        )
+        .drop("_row", "_corr")
+    )
