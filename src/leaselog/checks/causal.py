@@ -193,10 +193,12 @@ def unexplained(ctx: CheckContext) -> pl.DataFrame:
 
 def step_columns(ctx: CheckContext, rows: pl.DataFrame, ids: tuple[str, ...]) -> pl.DataFrame:
     """`rows` (with `job_id` and the execution id columns `ids`) plus the largest clock step in those
-    executions' logs: `step_abs_ms` (null: none), `step_pod`, `step_file`, `step_line` (the first one)."""
+    executions' logs: `step_abs_ms` (null: none; `step_open_ms`: the largest not undone), `step_pod`,
+    `step_file`, `step_line` (the first one)."""
     per = execution_steps(steps_of(ctx))
     out = rows.with_columns(
         pl.lit(None, dtype=pl.Float64).alias("step_abs_ms"),
+        pl.lit(None, dtype=pl.Float64).alias("step_open_ms"),
         pl.lit(None, dtype=pl.String).alias("step_pod"),
         pl.lit(None, dtype=pl.String).alias("step_file"),
         pl.lit(None, dtype=pl.Int64).alias("step_line"),
@@ -206,12 +208,21 @@ def step_columns(ctx: CheckContext, rows: pl.DataFrame, ids: tuple[str, ...]) ->
     for col in ids:
         got = out.join(
             per.rename({"execution_id": col}).rename(
-                {"step_abs_ms": "_s", "step_pod": "_p", "step_file": "_f", "step_line": "_l"}
+                {
+                    "step_abs_ms": "_s",
+                    "step_pod": "_p",
+                    "step_file": "_f",
+                    "step_line": "_l",
+                    "step_open_ms": "step_open_ms_r",
+                }
             ),
             on=["job_id", col],
             how="left",
             maintain_order="left",
         ).drop("first_step_ms")
+        got = got.with_columns(
+            pl.max_horizontal("step_open_ms", "step_open_ms_r").alias("step_open_ms")
+        ).drop("step_open_ms_r")
         bigger = pl.col("_s").is_not_null() & (
             pl.col("step_abs_ms").is_null() | (pl.col("_s") > pl.col("step_abs_ms"))
         )
@@ -234,11 +245,18 @@ def step_note(rows: pl.DataFrame) -> pl.Series:
             .then(pl.lit(""))
             .otherwise(
                 pl.format(
-                    " {}'s clock stepped by {} at {}:{} (see clock_step): this figure may be off by up to {}.",
+                    " {}'s clock stepped by {} at {}:{} (see clock_step){}: this figure may be off by up to {}.",
                     text("step_pod"),
                     "_size",
                     text("step_file"),
                     text("step_line"),
+                    pl.when(pl.col("step_open_ms").is_null())
+                    .then(
+                        pl.lit(
+                            "; its lines after it are read with the step undone, but against another pod's clock"
+                        )
+                    )
+                    .otherwise(pl.lit("")),
                     "_size",
                 )
             )
@@ -262,9 +280,10 @@ def with_step(details_json: pl.Expr) -> pl.Expr:
 
 
 def step_certainty(figure: pl.Expr, max_skew_ms: float) -> pl.Expr:
-    """`certainty` once a figure may be off by the step in its executions' logs: uncertain when what is
-    left of it after the step is within the clock-skew bound (the logs then cannot prove it)."""
+    """`certainty` once a figure may be off by a step in its executions' logs that elapsedMs did not size
+    (and so was not undone): uncertain when what is left of it after the step is within the clock-skew
+    bound (the logs then cannot prove it). A step undone keeps the certainty: the figure names it."""
     doubtful = (
-        pl.col("step_abs_ms").is_not_null() & (figure - pl.col("step_abs_ms") <= max_skew_ms)
+        pl.col("step_open_ms").is_not_null() & (figure - pl.col("step_open_ms") <= max_skew_ms)
     ).fill_null(False)
     return pl.when(doubtful).then(pl.lit("uncertain")).otherwise(pl.col("certainty"))

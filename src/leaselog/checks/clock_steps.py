@@ -189,12 +189,18 @@ def steps_of(ctx: CheckContext) -> pl.DataFrame:
 
 def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
     """Per (job, execution) whose lines a step lies between or after: the largest step's size (ms, no
-    sign), and where the first one is (`step_file`, `step_line`), to name it."""
+    sign; `step_open_ms`: of those not undone), and where the first one is (`step_file`, `step_line`)."""
     both = pl.concat(
         [
-            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms"),
+            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms", "exact"),
             steps.select(
-                "job_id", pl.col("prev_execution_id").alias("execution_id"), "pod", "file", "line", "step_ms"
+                "job_id",
+                pl.col("prev_execution_id").alias("execution_id"),
+                "pod",
+                "file",
+                "line",
+                "step_ms",
+                "exact",
             ),
         ]
     ).drop_nulls("execution_id")
@@ -203,6 +209,8 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
         .group_by("job_id", "execution_id", maintain_order=True)
         .agg(
             pl.col("step_ms").abs().max().alias("step_abs_ms"),
+            # the largest step not undone (no elapsedMs sized it): the times after it stay as logged
+            pl.col("step_ms").filter(~pl.col("exact")).abs().max().alias("step_open_ms"),
             pl.col("step_ms").first().alias("first_step_ms"),
             pl.col("pod").first().alias("step_pod"),
             pl.col("file").first().alias("step_file"),
