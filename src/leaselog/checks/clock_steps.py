@@ -67,10 +67,24 @@ def _ms(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds() / 1000
 
 
+def _nothing_to_see(events: pl.DataFrame) -> bool:
+    """True when no line can show a step, found without sorting: no step was undone (`clock_step_ms` all
+    null) and, the events being in `seq` order, no file's lines come out of line order (build_events puts a
+    file's lines in time order, so its time never runs back in line order). Most inputs."""
+    if "clock_step_ms" not in events.columns or events["clock_step_ms"].null_count() != events.height:
+        return False
+    if not events["seq"].is_sorted():
+        return False
+    back = (pl.col("file") == pl.col("file").shift(1)) & (pl.col("line") < pl.col("line").shift(1))
+    return not bool(events.select(back.fill_null(False).any()).item())
+
+
 def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     """Every clock step the lines of one job on one pod in one file show (`STEP_COLUMNS`), in job, file
     and line order."""
     if not events.height:
+        return pl.DataFrame(schema=STEP_COLUMNS)
+    if _nothing_to_see(events):
         return pl.DataFrame(schema=STEP_COLUMNS)
     # the times as logged: a step inside an execution is undone when the events are built
     # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
