@@ -10,8 +10,10 @@ step was the true time, and an end is never timed before its own start. `clock_s
 subtracted from each line's logged time, so the step itself is still reported (`clock_step`, LL104) and
 the logged time can be shown.
 
-elapsedMs counts only where it is a timeline: it never goes back within the execution and most of its
-steps agree with the wall clock (an `elapsedMs` that is the duration of one call agrees nowhere).
+elapsedMs counts only where it is a timeline: within one run (it never goes back; where it does, a new
+run begins) at least two of its steps, and twice as many as disagree, agree with the wall clock (an
+`elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by
+job, pod and thread, cut into runs where elapsedMs starts again.
 """
 
 from __future__ import annotations
@@ -22,18 +24,22 @@ __all__ = ["undo_clock_steps"]
 
 
 def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
-    """`df` (build_events' frame: `file_index`, `line`, `pod`, `job_id`, `execution_id`, `t_wall`,
-    `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none) and
-    `t_wall` less it. Rows without an execution id, a wall clock or elapsedMs take the correction of the
-    execution's line before them (none before the first step)."""
-    keyed = pl.col("execution_id").is_not_null() & pl.col("job_id").is_not_null()
+    """`df` (build_events' frame: `file_index`, `line`, `pod`, `thread`, `job_id`, `execution_id`,
+    `t_wall`, `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none) and
+    `t_wall` less it. Lines without elapsedMs take the correction of their run's line before them (none
+    before the first step)."""
+    # one execution's lines in one file; a line without an execution id is its job's on its pod and thread
+    # until the runs are told apart (leaselog.execution_runs): there a reset of elapsedMs starts a new run
+    who = pl.coalesce(pl.col("execution_id"), pl.lit("\x00") + pl.col("thread").fill_null(""))
     narrow = (
         df.lazy()
         .with_row_index("_row")
-        .filter(keyed & pl.col("t_wall").is_not_null())
+        .filter(pl.col("job_id").is_not_null() & pl.col("t_wall").is_not_null())
         .select(
             "_row",
-            pl.struct("job_id", "execution_id", pl.col("pod").fill_null(""), "file_index").hash().alias("_k"),
+            pl.struct("job_id", who.alias("who"), pl.col("pod").fill_null(""), "file_index")
+            .hash()
+            .alias("_k"),
             "line",
             "t_wall",
             "elapsed_ms",
@@ -44,13 +50,17 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     if not narrow.height or narrow["elapsed_ms"].null_count() == narrow.height:
         return none
     el = narrow.filter(pl.col("elapsed_ms").is_not_null()).sort("_k", "line")
-    first = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
+    new_k = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
+    # a run: the lines of one key from one elapsedMs origin (it never goes back within a run)
+    el = el.with_columns(
+        (new_k | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)).cum_sum().alias("_g")
+    )
+    new_g = (pl.col("_g") != pl.col("_g").shift(1)).fill_null(True)
 
     def prev(c: str) -> pl.Expr:
-        return pl.when(~first).then(pl.col(c).shift(1))
+        return pl.when(~new_g).then(pl.col(c).shift(1))
 
     el = el.with_columns(
-        (pl.col("elapsed_ms") - prev("elapsed_ms")).alias("_del"),
         (
             (pl.col("t_wall") - prev("t_wall")).dt.total_microseconds() / 1000
             - (pl.col("elapsed_ms") - prev("elapsed_ms"))
@@ -60,29 +70,31 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     if not el.select(off.any()).item():
         return none
     timeline = (
-        el.group_by("_k")
+        el.group_by("_g")
         .agg(
-            (pl.col("_del").fill_null(0) >= 0).all().alias("_monotonic"),
             (pl.col("_drift").is_not_null() & ~off).sum().alias("_agree"),
             off.sum().alias("_disagree"),
         )
-        .filter(pl.col("_monotonic") & (pl.col("_agree") >= 1) & (pl.col("_agree") >= pl.col("_disagree")))
-        .select("_k")
+        .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
+        .select("_g")
     )
-    stepped = el.join(timeline, on="_k", how="semi")
+    stepped = el.join(timeline, on="_g", how="semi")
     if not stepped.select(off.any()).item():
         return none
-    # the correction accumulates over the execution's steps, from each step's line on
+    # the correction accumulates over the run's steps, from each step's line on
     step = pl.when(off).then(pl.col("_drift")).otherwise(0.0)
     corr = stepped.with_columns(step.alias("_step")).with_columns(
-        pl.col("_step").cum_sum().over("_k").alias("_corr")
+        pl.col("_step").cum_sum().over("_g").alias("_corr")
     )
-    # every line of a stepped execution (with or without elapsedMs) takes the correction in force at it
+    # every line of a stepped run (with or without elapsedMs) takes the correction in force at it
+    at = narrow.join(el.select("_row", "_g"), on="_row", how="left").sort("_k", "line")
+    same_k = pl.when(pl.col("_g").is_not_null()).then(pl.col("_k")).forward_fill() == pl.col("_k")
     rows = (
-        narrow.join(timeline, on="_k", how="semi")
+        at.with_columns(pl.when(same_k).then(pl.col("_g").forward_fill()).alias("_g"))
+        .join(timeline, on="_g", how="semi")
         .join(corr.select("_row", "_corr"), on="_row", how="left")
-        .sort("_k", "line")
-        .with_columns(pl.col("_corr").forward_fill().over("_k"))
+        .sort("_g", "line")
+        .with_columns(pl.col("_corr").forward_fill().over("_g"))
         .filter(pl.col("_corr").fill_null(0.0) != 0.0)
         .select("_row", "_corr")
     )

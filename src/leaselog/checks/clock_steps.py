@@ -39,6 +39,8 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     # signed: + the clock jumped forward, - it stepped back (exact when `exact`, else a lower bound)
     "step_ms": pl.Float64(),
     "exact": pl.Boolean(),
+    # the events after it are read with the step undone (`clock_step_ms` set: leaselog.elapsed_clock)
+    "undone": pl.Boolean(),
     # how far the timestamps run backwards from the line before to this one (null: they do not)
     "back_ms": pl.Float64(),
     "elapsed_ms": pl.Float64(),
@@ -93,7 +95,16 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     x = (
         events.lazy()
         .filter((pl.col("clock") == "wall") & pl.col("file").is_not_null() & pl.col("line").is_not_null())
-        .select("job_id", "execution_id", "pod", "file", "line", logged.alias("t"), "elapsed_ms")
+        .select(
+            "job_id",
+            "execution_id",
+            "pod",
+            "file",
+            "line",
+            logged.alias("t"),
+            "elapsed_ms",
+            undone.is_not_null().alias("_moved"),
+        )
         .with_columns(pl.col("pod").fill_null("").alias("_pod"))
         .sort([*_GROUP, "line"])
         .collect()
@@ -149,7 +160,9 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             (~off).sum().alias("_agree"),
             off.sum().alias("_disagree"),
         )
-        .filter(pl.col("_monotonic") & (pl.col("_agree") >= 1) & (pl.col("_agree") >= pl.col("_disagree")))
+        .filter(
+            pl.col("_monotonic") & (pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree"))
+        )
         .select(keys)
     )
     exact = (
@@ -167,7 +180,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.lit(True).alias("exact"),
         )
     )
-    rows = x.select("job_id", "pod", "file", "line", "execution_id", "t", "elapsed_ms")
+    rows = x.select("job_id", "pod", "file", "line", "execution_id", "t", "elapsed_ms", "_moved")
     found = (
         exact.join(
             back.select("job_id", "file", "line", "back_ms"), on=["job_id", "file", "line"], how="left"
@@ -189,6 +202,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .join(rows, on=["job_id", "file", "line"], how="left")
         .unique(["job_id", "file", "line"], keep="first", maintain_order=True)
     )
+    found = found.with_columns((pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone"))
     return (
         found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
         .cast(pl.Schema(STEP_COLUMNS))
@@ -206,7 +220,7 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
     sign; `step_open_ms`: of those not undone), and where the first one is (`step_file`, `step_line`)."""
     both = pl.concat(
         [
-            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms", "exact"),
+            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms", "undone"),
             steps.select(
                 "job_id",
                 pl.col("prev_execution_id").alias("execution_id"),
@@ -214,7 +228,7 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
                 "file",
                 "line",
                 "step_ms",
-                "exact",
+                "undone",
             ),
         ]
     ).drop_nulls("execution_id")
@@ -224,7 +238,7 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
         .agg(
             pl.col("step_ms").abs().max().alias("step_abs_ms"),
             # the largest step not undone (no elapsedMs sized it): the times after it stay as logged
-            pl.col("step_ms").filter(~pl.col("exact")).abs().max().alias("step_open_ms"),
+            pl.col("step_ms").filter(~pl.col("undone")).abs().max().alias("step_open_ms"),
             pl.col("step_ms").first().alias("first_step_ms"),
             pl.col("pod").first().alias("step_pod"),
             pl.col("file").first().alias("step_file"),

@@ -121,7 +121,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     return rows.select(
         pl.concat_str(
             how,
-            pl.when(pl.col("exact"))
+            pl.when(pl.col("undone"))
             .then(
                 pl.format(
                     " leaselog reads this execution's lines from here on with the step undone, so its own "
@@ -133,9 +133,12 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             .otherwise(
                 pl.format(
                     " Figures that compare a moment before this line with one after it, or {}'s moments with "
-                    "another pod's, may be off by {} or more (without elapsedMs the step's full size is unknown).",
+                    "another pod's, may be off by {}{}.",
                     text("pod"),
                     "size_text",
+                    pl.when(pl.col("exact"))
+                    .then(pl.lit(""))
+                    .otherwise(pl.lit(" or more (without elapsedMs the step's full size is unknown)")),
                 )
             ),
             pl.when(pl.col("contradicts").is_not_null())
