@@ -20,7 +20,22 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["undo_clock_steps"]
+__all__ = ["spike", "undo_clock_steps"]
+
+
+def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
+    """True where `_off` (a drift beyond the jitter, in `_drift`) is one half of a spike: the next (or
+    previous) pair of the same group drifts back by as much, within the jitter. One line out of step with
+    both its neighbours is that line's own time, not a step of the clock. The frame is sorted by `keys`,
+    then line order."""
+    new = pl.lit(False)
+    for k in keys:
+        new = new | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    last = new.shift(-1).fill_null(True)
+    d = pl.col("_drift")
+    with_next = ~last & pl.col("_off").shift(-1) & ((d + d.shift(-1)).abs() <= jitter_ms)
+    with_prev = ~new & pl.col("_off").shift(1) & ((d + d.shift(1)).abs() <= jitter_ms)
+    return (pl.col("_off") & (with_next.fill_null(False) | with_prev.fill_null(False))).fill_null(False)
 
 
 def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
@@ -66,14 +81,18 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             - (pl.col("elapsed_ms") - prev("elapsed_ms"))
         ).alias("_drift"),
     )
-    off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
-    if not el.select(off.any()).item():
+    drift_off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
+    if not el.select(drift_off.any()).item():
         return none
+    # a line whose two sides drift by opposite amounts is that line's own time (stamped late, a pause
+    # between reading elapsedMs and the clock), not a step: it is left as logged
+    el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], jitter_ms).alias("_spike"))
+    off = pl.col("_off") & ~pl.col("_spike")
     timeline = (
         el.group_by("_g")
         .agg(
-            (pl.col("_drift").is_not_null() & ~off).sum().alias("_agree"),
-            off.sum().alias("_disagree"),
+            (pl.col("_drift").is_not_null() & ~pl.col("_off")).sum().alias("_agree"),
+            pl.col("_off").sum().alias("_disagree"),
         )
         .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
         .select("_g")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import CheckContext, derived
+from leaselog.elapsed_clock import spike
 
 # the columns of `clock_steps` (one row per step: the line before it and the first line after it)
 STEP_COLUMNS: dict[str, pl.DataType] = {
@@ -165,9 +166,16 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         )
         .select(keys)
     )
+    # one line whose two sides disagree by opposite amounts is that line's own time (stamped late, a pause
+    # between reading elapsedMs and the clock), not a step of the clock
+    e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(
+        spike(keys, jitter_ms).alias("_spike")
+    )
+    spikes = e.filter("_spike").select("job_id", "file", "line")
+    back = back.join(spikes, on=["job_id", "file", "line"], how="anti")
     exact = (
         e.join(timeline, on=keys, how="semi")
-        .filter(off.fill_null(False))
+        .filter(pl.col("_off") & ~pl.col("_spike"))
         .select(
             "job_id",
             "file",
