@@ -50,6 +50,17 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
 
 # one execution's lines on one pod in one file: lines of two executions (two threads of a pod, a log put
 # together run by run) need not be in time order between them
+# the order of a run's lines whatever its clock says (the events that have one)
+_LIFECYCLE: dict[str, int] = {
+    "job_triggered": 0,
+    "lock_denied": 1,
+    "lock_acquired": 1,
+    "job_started": 2,
+    "job_finished": 3,
+    "job_stopped": 3,
+    "lock_released": 4,
+}
+
 _GROUP = ["job_id", "_pod", "file", "execution_id"]
 
 
@@ -102,6 +113,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "pod",
             "file",
             "line",
+            "event",
             logged.alias("t"),
             "elapsed_ms",
             undone.is_not_null().alias("_moved"),
@@ -112,12 +124,33 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     )
     if not x.height:
         return pl.DataFrame(schema=STEP_COLUMNS)
-    # which way each log runs: one written newest first is read from its end
-    dt = _ms(pl.col("t") - _prev("t", _GROUP))
-    x = x.with_columns(dt.alias("_dt"))
-    way = x.group_by(_GROUP).agg(((pl.col("_dt") < 0).sum() > (pl.col("_dt") > 0).sum()).alias("_reversed"))
+    # which way each file runs: one written newest first is read from its end. The lifecycle decides
+    # (a run's trigger, acquisition, start, end and release come in that order, whatever the clock says);
+    # where it cannot, the times of all the file's lines do
+    rank = pl.col("event").replace_strict(_LIFECYCLE, default=None, return_dtype=pl.Int8)
+    step = rank - pl.when(~_new_group(_GROUP)).then(rank.shift(1))
+    dt = _ms(pl.col("t") - _prev("t", ["file"]))
+    lifecycle = (
+        x.with_columns(step.alias("_dr"))
+        .group_by("file")
+        .agg((pl.col("_dr") < 0).sum().alias("_down"), (pl.col("_dr") > 0).sum().alias("_up"))
+    )
+    timing = (
+        x.select("file", "line", "t")
+        .sort("file", "line")
+        .with_columns(dt.alias("_dt"))
+        .group_by("file")
+        .agg((pl.col("_dt") < 0).sum().alias("_back"), (pl.col("_dt") > 0).sum().alias("_ahead"))
+    )
+    way = lifecycle.join(timing, on="file").select(
+        "file",
+        (
+            (pl.col("_down") > pl.col("_up"))
+            | ((pl.col("_down") == pl.col("_up")) & (pl.col("_back") > pl.col("_ahead")))
+        ).alias("_reversed"),
+    )
     x = (
-        x.join(way, on=_GROUP, how="left")
+        x.join(way, on="file", how="left")
         .with_columns(
             pl.when(pl.col("_reversed")).then(-pl.col("line")).otherwise(pl.col("line")).alias("_ord")
         )
