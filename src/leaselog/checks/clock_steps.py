@@ -11,8 +11,9 @@ when that clock stepped (an NTP step, a VM resumed with a stale clock):
 The times compared are the logged ones (`clock_step_ms` added back where the events were built with a
 step undone: `leaselog.elapsed_clock`). The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
 time within a file (a log written newest first, an async appender's small reorderings), which would
-put the lines after a backward step before the ones they follow. A log whose lines run backwards more
-often than forwards (an export written newest first) is read in reverse line order.
+put the lines after a backward step before the ones they follow. A file written newest first (an export)
+is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
+backwards in line order, or, where they cannot tell, its lines' times mostly do.
 
 Job-scoped: the lines compared are one execution's on one pod in one file (the step a pod's clock took
 while it ran that execution; a step between two executions' lines only is not seen: a log put together
