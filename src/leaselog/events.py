@@ -328,6 +328,9 @@ def build_events(
                 "event": pl.Series("event", names, dtype=pl.String),
             }
         )
+    # only `df` holds the raw columns from here: each one a typed column replaces is freed as it goes,
+    # when the caller handed its last reference over (`pipeline.read_source`)
+    del raw
     tz = settings.timezone
     # the reader hands its rows over in file and line order, almost always: then sorting the wide
     # frame (seconds at a million events) is skipped
