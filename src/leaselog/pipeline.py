@@ -84,7 +84,9 @@ def read_source(
     built = build_events(raws.pop(), None, settings)
     if built.rejected.height:
         account_rejected(built.rejected, built.events, inputs, malformed_rows)
-    events = compact(built.events)
+    columns = built.events.get_columns()
+    built.events = pl.DataFrame()  # (compact frees each chunked column once it has copied it)
+    events = compact(columns)
     if seq_base:
         events = events.with_columns(pl.col("seq") + seq_base)
     return SourceRead(events, inputs, malformed_rows, list(built.notes), dict(built.local_time_files))
