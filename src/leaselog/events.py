@@ -335,6 +335,9 @@ def build_events(
                 "event": pl.Series("event", names, dtype=pl.String),
             }
         )
+    # only `df` holds the raw columns from here: each one a typed column replaces is freed as it goes,
+    # when the caller handed its last reference over (`pipeline.read_source`)
+    del raw
     tz = settings.timezone
     # the reader hands its rows over in file and line order, almost always: then sorting the wide
     # frame (seconds at a million events) is skipped
@@ -422,7 +425,8 @@ def build_events(
         .group_by("file", maintain_order=True)
         .agg(pl.len(), pl.col("ts").first())
     )
-    totals = dict(df.group_by("file").len().iter_rows())
+    # (counted only when needed: a group-by on the file names of a million events holds ~0.4 GB)
+    totals = dict(df.group_by("file").len().iter_rows()) if unreadable.height else {}
     for f, n_bad, example in unreadable.iter_rows():
         if n_bad == totals.get(f):
             notes.append(

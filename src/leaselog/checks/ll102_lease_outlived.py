@@ -62,13 +62,19 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         "released_line",
     )  # fmt: skip
     # who took the key over while the zombie ran (first other acquisition after the expiry)
-    acq = ctx.executions.filter(pl.col("acquired_at").is_not_null()).select(
-        "job_id",
-        "timeline",
-        pl.col("execution_id").alias("next_id"),
-        pl.col("acquired_at").alias("next_at"),
-        pl.col("acquired_file").alias("next_file"),
-        pl.col("acquired_line").alias("next_line"),
+    # (lazy: the filter copies only these columns of the wide executions frame, not all of them)
+    acq = (
+        ctx.executions.lazy()
+        .filter(pl.col("acquired_at").is_not_null())
+        .select(
+            "job_id",
+            "timeline",
+            pl.col("execution_id").alias("next_id"),
+            pl.col("acquired_at").alias("next_at"),
+            pl.col("acquired_file").alias("next_file"),
+            pl.col("acquired_line").alias("next_line"),
+        )
+        .collect()
     )
     taken = (
         z.join(acq, on=["job_id", "timeline"], how="inner")

@@ -45,8 +45,12 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     lz = leases.select(
         "job_id", "execution_id", "last_confirmed_file", "last_confirmed_line", "confirm_latency_ms"
     )
-    x = executions.filter(pl.col("acquired_at").is_not_null() & pl.col("valid_until").is_not_null()).select(
-        "job_id", "timeline", *_COLS
+    # (lazy: the filter copies only these columns of the wide executions frame, not all of them)
+    x = (
+        executions.lazy()
+        .filter(pl.col("acquired_at").is_not_null() & pl.col("valid_until").is_not_null())
+        .select("job_id", "timeline", *_COLS)
+        .collect()
     )
 
     def choose(p: pl.DataFrame) -> pl.DataFrame:
