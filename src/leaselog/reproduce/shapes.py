@@ -550,6 +550,14 @@ def spring_console(pods: Pods, job: str | None) -> dict[str, list[str]]:
     }
 
 
+def pool_process(row: Row) -> str:
+    """Celery's `processName` for the lab thread of the row: `main` is MainProcess, worker thread N (and
+    `lease-renewal-N`, which serves it in its process) the pool process `ForkPoolWorker-N`."""
+    name = str(row.get("thread") or (THREAD if "jobId" in row else "main"))
+    n = name.rpartition("-")[2]
+    return "MainProcess" if name == "main" else f"ForkPoolWorker-{n if n.isdigit() else name}"
+
+
 @row_shape("celery", ".log", "celery")
 def celery(row: Row, pod: str, job: str | None) -> list[str]:
     """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: Python
@@ -558,7 +566,7 @@ def celery(row: Row, pod: str, job: str | None) -> list[str]:
     msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
     t = row_time(row)
     asctime = t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
-    process = "ForkPoolWorker-1" if "jobId" in row else "MainProcess"
+    process = pool_process(row)
     lvl = {"WARN": "WARNING"}.get(level(row), level(row))
     return [f"[{asctime}: {lvl}/{process}] {msg}"]
 
