@@ -23,6 +23,7 @@ Row = dict[str, Any]
 Pods = Mapping[str, list[Row]]
 META = ("ts", "pod", "thread", "level", "logger", "message")
 THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
+NO_THREAD = ("klog",)  # shapes whose lines name no thread (and no process standing for one)
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
@@ -97,6 +98,11 @@ def without_ids(pods: Pods) -> dict[str, list[Row]]:
     """The same rows as a worker that logs no execution id would write them."""
     drop = ("executionId", "execution_id")
     return {pod: [{k: v for k, v in r.items() if k not in drop} for r in rows] for pod, rows in pods.items()}
+
+
+def without_threads(pods: Pods) -> dict[str, list[Row]]:
+    """The same rows as a layout that logs no thread (NO_THREAD) carries them."""
+    return {pod: [{k: v for k, v in r.items() if k != "thread"} for r in rows] for pod, rows in pods.items()}
 
 
 def kv(row: Row, job: str | None) -> Row:
