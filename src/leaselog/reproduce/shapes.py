@@ -556,25 +556,35 @@ def spring_console(pods: Pods, job: str | None) -> dict[str, list[str]]:
     }
 
 
-def pool_process(row: Row) -> str:
-    """Celery's `processName` for the lab thread of the row: `main` is MainProcess, worker thread N (and
-    `lease-renewal-N`, which serves it in its process) the pool process `ForkPoolWorker-N`."""
-    name = str(row.get("thread") or (THREAD if "jobId" in row else "main"))
-    n = name.rpartition("-")[2]
-    return "MainProcess" if name == "main" else f"ForkPoolWorker-{n if n.isdigit() else name}"
+def pool_processes(rows: list[Row]) -> dict[str, str]:
+    """Celery's `processName` per lab thread of a pod: `main` is MainProcess, every other thread (a renewal
+    thread too: one name per thread, as in the flat lines) `ForkPoolWorker-N` in the order they first log."""
+    names = dict.fromkeys(thread(r, THREAD if "jobId" in r else "main") for r in rows)
+    workers = [n for n in names if n != "main"]
+    return {"main": "MainProcess", **{n: f"ForkPoolWorker-{i}" for i, n in enumerate(workers, 1)}}
 
 
-@row_shape("celery", ".log", "celery")
-def celery(row: Row, pod: str, job: str | None) -> list[str]:
-    """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: Python
-    logging's local time, milliseconds after a comma, no zone), the lease fields as `key=value` pairs."""
+def celery_line(row: Row, job: str | None, process: str) -> str:
+    """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: local time,
+    milliseconds after a comma, no zone), the lease fields as `key=value` pairs."""
     pairs = " ".join(f"{k}={_kv_value(mdc_str(v))}" for k, v in kv(row, job).items())
     msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
     t = row_time(row)
     asctime = t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
-    process = pool_process(row)
     lvl = {"WARN": "WARNING"}.get(level(row), level(row))
-    return [f"[{asctime}: {lvl}/{process}] {msg}"]
+    return f"[{asctime}: {lvl}/{process}] {msg}"
+
+
+@fleet_shape("celery", "celery")
+def celery(pods: Pods, job: str | None) -> dict[str, list[str]]:
+    """Celery's worker log, one file per pod: each lab thread is a pool process of its own."""
+    procs = {pod: pool_processes(rows) for pod, rows in pods.items()}
+    return {
+        f"{pod}.log": [
+            celery_line(r, job, procs[pod][thread(r, THREAD if "jobId" in r else "main")]) for r in rows
+        ]
+        for pod, rows in pods.items()
+    }
 
 
 @fleet_shape("klog", "klog")
