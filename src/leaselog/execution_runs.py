@@ -150,9 +150,12 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
     else:
         # an explicit id is cut only where its attempt is over: a begin after an end; a trigger after a
         # denial (the attempt the lock turned away is over; a waiting one logs no new trigger) or while
-        # it runs (a pod restarted after a crash, its scheduler firing again under the same id)
-        cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
-            (ev == "job_triggered") & prev.is_in([_ACQUIRE, _START, _DENY, _DENY_WAITING])
+        # it runs (a pod restarted after a crash, its scheduler firing again under the same id); a denial
+        # while it runs (the lock never turns its own holder away: another attempt under the same id)
+        cut = (
+            (ev.is_in(_BEGINS) & (prev == _END))
+            | ((ev == "job_triggered") & prev.is_in([_ACQUIRE, _START, _DENY, _DENY_WAITING]))
+            | ((ev == "lock_denied") & prev.is_in([_ACQUIRE, _START]))
         )
     if "_orphan" in f.columns:
         cut = cut & ~pl.col("_orphan")
@@ -183,9 +186,16 @@ def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
             pl.col("t").filter(end).min().alias("e"),
             pl.col("t").filter(ev == "job_triggered").max().alias("bt"),
             pl.col("t").filter(ev.is_in(["lock_denied", "lock_acquired", "job_started"])).min().alias("d"),
+            pl.col("t").filter(ev == "lock_denied").max().alias("dd"),
+            pl.col("t").filter(ev.is_in(["lock_acquired", "job_started"])).min().alias("ran"),
             pl.col("thread").filter(ev.is_in(_RAN)).drop_nulls().n_unique().alias("threads"),
         )
-        .filter((pl.col("b") > pl.col("e")) | (pl.col("bt") > pl.col("d")) | (pl.col("threads") > 1))
+        .filter(
+            (pl.col("b") > pl.col("e"))
+            | (pl.col("bt") > pl.col("d"))
+            | (pl.col("dd") > pl.col("ran"))
+            | (pl.col("threads") > 1)
+        )
         .select("k")
         .collect()
     )

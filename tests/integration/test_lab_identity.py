@@ -63,22 +63,31 @@ ROWS = {
 }
 
 
+# what each shape logs as the thread of ROWS' two scheduler threads, where it is not the worker's own name:
+# Celery's line names the pool process (`processName`), one per lab worker thread; klog's line has a
+# process id and no thread at all
+THREADS_LOGGED: dict[str, set[str | None]] = {
+    "celery": {"ForkPoolWorker-1", "ForkPoolWorker-2"},
+    "klog": {None},
+}
+
+
 def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: Path) -> None:
     rows = shapes.without_ids(ROWS)
     assert all("executionId" not in r for r in rows["pod-a"])
+    assert set(shapes.NO_THREAD) == {n for n, t in THREADS_LOGGED.items() if t == {None}}
     for name in shapes.SHAPES:
         paths = write_shape(rows, name, tmp_path / name)
         text = "".join(p.read_text(encoding="utf-8") for p in paths)
         assert "executionId" not in text and "execution_id" not in text, name
-        if name in shapes.THREADLESS:
-            continue
-        # Celery names the pool process a worker runs in, not its thread
-        want = (
-            {"ForkPoolWorker-1", "ForkPoolWorker-2"} if name == "celery" else {"scheduling-1", "scheduling-2"}
-        )
-        ev = leaselog.analyze(paths, keep_fields=False).events
-        threads = set(ev.filter(pl.col("job_id") == "report-1")["thread"].to_list())
+        want = THREADS_LOGGED.get(name, {"scheduling-1", "scheduling-2"})
+        assert all(t in text for t in want if t is not None), name
+        a = leaselog.analyze(paths, keep_fields=False)
+        threads = set(a.events.filter(pl.col("job_id") == "report-1")["thread"].to_list())
         assert threads == want, name
+        # two threads are two executions wherever the thread is logged; without it the lifecycle still
+        # cuts the second acquisition (while the first run goes on) into an execution of its own
+        assert a.executions.height == 2, name
 
 
 def test_a_newest_first_export_without_ids_keeps_each_run_whole(tmp_path: Path) -> None:
@@ -161,6 +170,24 @@ def test_a_restarted_pod_reusing_the_killed_attempts_id_is_a_new_execution(tmp_p
         a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
         assert a.executions.height == 2
         assert "crash_takeover" in {f.kind for f in a.finding_list}
+
+
+def test_an_id_turned_away_while_its_run_goes_on_is_an_attempt_of_its_own_without_a_thread(
+    tmp_path: Path,
+) -> None:
+    rows = shapes.without_threads(
+        {
+            "pod-a": [
+                _row("00.102", "scheduling-1", "task-7", "lock_acquired", leaseMs=1000),
+                _row("00.600", "scheduling-2", "task-7", "job_triggered", trigger="scheduler"),
+                _row("00.602", "scheduling-2", "task-7", "lock_denied"),
+                _row("00.801", "scheduling-1", "task-7", "lock_released", released=True),
+            ]
+        }
+    )
+    for rendering in (shapes.without_ids(rows), rows):
+        a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
+        assert a.executions.height == 2
 
 
 def test_executions_are_matched_to_true_attempts_by_pod_and_time() -> None:

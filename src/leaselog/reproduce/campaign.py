@@ -145,12 +145,20 @@ def differential(
 ) -> dict[str, list[str]]:
     """shape -> how its findings differ from the flat logs' with ids (only shapes that differ); a
     rendering without execution ids is named `<shape> (no ids)`. Executions are compared by their true
-    names (matched by pod and time), and their number must be the same."""
+    names (matched by pod and time), and their number must be the same.
+
+    A shape that logs no thread (`shapes.NO_THREAD`) is held, with ids, against the flat logs with ids and
+    without their threads: an id reused by two threads of one pod (the `reused` id style) is then one
+    execution by what the lines say (an id comes first; a reused id is cut only where its attempt ended,
+    or by the thread). Without ids it is held against the flat logs with ids and threads, like every
+    shape: the lifecycle alone must tell the runs apart."""
     job, tol = truth["job"], tolerance(truth)
-    _doc, ref_doc, ref_n = judged(sorted(folder.glob("pod-*.jsonl")), truth)
-    ref = signature(ref_doc, job)
+    ref, ref_n = _reference(sorted(folder.glob("pod-*.jsonl")), truth)
     out: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="leaselog-diff-") as tmp:
+        threadless = Path(tmp) / "flat-without-threads"
+        write_shape(shapes.without_threads(rows_for(folder, True)), "flat", threadless)
+        ref_no_thread = _reference(sorted(threadless.glob("pod-*.jsonl")), truth)
         for with_ids in ids:
             rows = rows_for(folder, with_ids)
             for name in names or list(shapes.SHAPES):
@@ -162,10 +170,17 @@ def differential(
                 label = name if with_ids else f"{name}{NO_IDS}"
                 paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"))
                 _d, got, n = judged(paths, truth)
-                diffs = differences(ref, signature(got, job), tol, (ref_n, n), len(true_runs(truth)))
+                want, want_n = ref_no_thread if with_ids and name in shapes.NO_THREAD else (ref, ref_n)
+                diffs = differences(want, signature(got, job), tol, (want_n, n), len(true_runs(truth)))
                 if diffs:
                     out[label] = diffs
     return out
+
+
+def _reference(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[Key, list[float]], int]:
+    """The signature of the flat logs at `paths` and their number of executions of the job."""
+    _doc, doc, n = judged(paths, truth)
+    return signature(doc, truth["job"]), n
 
 
 @dataclass

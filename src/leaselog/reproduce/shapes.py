@@ -23,7 +23,8 @@ Row = dict[str, Any]
 Pods = Mapping[str, list[Row]]
 META = ("ts", "pod", "thread", "level", "logger", "message")
 THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
-THREADLESS = ("klog",)  # layouts with no thread field at all
+NO_THREAD = ("klog",)  # shapes whose lines name no thread (and no process standing for one)
+THREADLESS = NO_THREAD
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
@@ -98,6 +99,11 @@ def without_ids(pods: Pods) -> dict[str, list[Row]]:
     """The same rows as a worker that logs no execution id would write them."""
     drop = ("executionId", "execution_id")
     return {pod: [{k: v for k, v in r.items() if k not in drop} for r in rows] for pod, rows in pods.items()}
+
+
+def without_threads(pods: Pods) -> dict[str, list[Row]]:
+    """The same rows as a layout that logs no thread (NO_THREAD) carries them."""
+    return {pod: [{k: v for k, v in r.items() if k != "thread"} for r in rows] for pod, rows in pods.items()}
 
 
 def kv(row: Row, job: str | None) -> Row:
@@ -551,20 +557,35 @@ def spring_console(pods: Pods, job: str | None) -> dict[str, list[str]]:
     }
 
 
-@row_shape("celery", ".log", "celery")
-def celery(row: Row, pod: str, job: str | None) -> list[str]:
-    """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: Python
-    logging's local time, milliseconds after a comma, no zone), the lease fields as `key=value` pairs."""
+def pool_processes(rows: list[Row]) -> dict[str, str]:
+    """Celery's `processName` per lab thread of a pod: `main` is MainProcess, every other thread (a renewal
+    thread too: one name per thread, as in the flat lines) `ForkPoolWorker-N` in the order they first log."""
+    names = dict.fromkeys(thread(r, THREAD if "jobId" in r else "main") for r in rows)
+    workers = [n for n in names if n != "main"]
+    return {"main": "MainProcess", **{n: f"ForkPoolWorker-{i}" for i, n in enumerate(workers, 1)}}
+
+
+def celery_line(row: Row, job: str | None, process: str) -> str:
+    """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: local time,
+    milliseconds after a comma, no zone), the lease fields as `key=value` pairs."""
     pairs = " ".join(f"{k}={_kv_value(mdc_str(v))}" for k, v in kv(row, job).items())
     msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
     t = row_time(row)
     asctime = t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
-    # Celery names the pool process: a worker thread and its helper (`scheduling-2`, `lease-renewal-2`)
-    # are one pool process, `ForkPoolWorker-2`
-    number = str(row.get("thread") or "").rsplit("-", 1)[-1]
-    process = f"ForkPoolWorker-{number if number.isdigit() else 1}" if "jobId" in row else "MainProcess"
     lvl = {"WARN": "WARNING"}.get(level(row), level(row))
-    return [f"[{asctime}: {lvl}/{process}] {msg}"]
+    return f"[{asctime}: {lvl}/{process}] {msg}"
+
+
+@fleet_shape("celery", "celery")
+def celery(pods: Pods, job: str | None) -> dict[str, list[str]]:
+    """Celery's worker log, one file per pod: each lab thread is a pool process of its own."""
+    procs = {pod: pool_processes(rows) for pod, rows in pods.items()}
+    return {
+        f"{pod}.log": [
+            celery_line(r, job, procs[pod][thread(r, THREAD if "jobId" in r else "main")]) for r in rows
+        ]
+        for pod, rows in pods.items()
+    }
 
 
 @fleet_shape("klog", "klog")
