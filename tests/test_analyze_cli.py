@@ -177,3 +177,15 @@ def test_help_explains_options() -> None:
     assert proc.returncode == 0
     for opt in ("--lease-ttl", "--json", "--fail-on", "--max-skew", "--clock-offset", "Examples"):
         assert opt in proc.stdout
+
+
+def test_an_input_without_a_lease_event_exits_3(tmp_path: Path) -> None:
+    """Read, but nothing to judge: a distinct exit code, so a CI gate never passes on an unread input."""
+    from leaselog.cli import main
+
+    (tmp_path / "app.log").write_text(
+        "2026-11-29T10:00:00.101Z  INFO 1 --- [report-service] [   scheduling-1] c.e.report.ReportJob"
+        "                     : Building the daily report\n"
+    )
+    assert main(["analyze", str(tmp_path), "-q"]) == 3
+    assert main(["analyze", str(tmp_path), "-q", "--fail-on", "info"]) == 3

@@ -71,7 +71,7 @@ def test_lock_at_least_for_keeping_the_lock_is_quiet(tmp_path: Path) -> None:
         + "\n"
     )
     a = leaselog.analyze(str(tmp_path))
-    assert a.events.height == 12
+    assert a.events.height == 20  # 12 lines; each Locked and Not executing is a scheduler tick too
     assert not [
         f for f in a.finding_list if f.severity in ("warning", "error") and f.kind != "lease_settings"
     ]
@@ -117,3 +117,88 @@ def test_library_at_info_says_which_logger_to_turn_on(tmp_path: Path, library: s
     unread = nothing_read(a.input_reports)
     assert unread is not None and unread.headline.startswith("no lease events in ")
     assert any("DEBUG" in r for r in unread.reasons)
+
+
+def _as_json(line: str, layout: str, pod: str) -> str | None:
+    """A console line of the sample re-logged in Spring Boot's structured JSON layout (`ecs` or
+    `logstash`), as `logging.structured.format.console` writes it."""
+    import json
+
+    from leaselog.reading.formats.console import console_record
+
+    rec = console_record(line)
+    if rec is None:
+        return None
+    logger = rec["logger"].replace("n.j.s.core.", "net.javacrumbs.shedlock.core.")
+    if layout == "ecs":
+        out = {
+            "@timestamp": rec["@timestamp"],
+            "log.level": rec["level"],
+            "process.pid": 1,
+            "process.thread.name": rec["thread"],
+            "service.name": "report-service",
+            "service.node.name": pod,
+            "log.logger": logger,
+            "message": rec["message"],
+            "ecs.version": "8.11",
+        }
+    else:
+        out = {
+            "@timestamp": rec["@timestamp"],
+            "@version": "1",
+            "message": rec["message"],
+            "logger_name": logger,
+            "thread_name": rec["thread"],
+            "level": rec["level"],
+            "level_value": 10000,
+        }
+    return json.dumps(out, separators=(",", ":"))
+
+
+@pytest.mark.parametrize("layout", ["ecs", "logstash"])
+def test_shedlock_incident_in_json_layouts(tmp_path: Path, layout: str) -> None:
+    for f in (SAMPLES / "shedlock").iterdir():
+        rows = [j for ln in f.read_text().splitlines() if (j := _as_json(ln, layout, f.stem)) is not None]
+        (tmp_path / f"{f.stem}.jsonl").write_text("\n".join(rows) + "\n")
+    a = leaselog.analyze(str(tmp_path))
+    console = leaselog.analyze(str(SAMPLES / "shedlock"))
+
+    def summary(x: leaselog.Analysis) -> list[tuple[object, ...]]:
+        return sorted((f.kind, f.duration_ms, tuple(sorted(f.pods))) for f in x.finding_list)
+
+    assert a.line_totals()["malformed"] == 0 and {r.format for r in a.input_reports} == {layout}
+    assert summary(a) == summary(console)
+
+
+def test_one_acquisition_logged_by_app_and_library_is_one_event(tmp_path: Path) -> None:
+    head = "2026-11-29T10:00:0{s}Z {lvl} 1 --- [report-service] [   scheduling-1] {lg:<40}: "
+    ex, app = "n.j.s.core.DefaultLockingTaskExecutor", "c.e.report.ReportJob"
+    (tmp_path / "pod-a.log").write_text(
+        "\n".join(
+            [
+                head.format(s="0.004", lvl="DEBUG", lg=ex)
+                + "Locked 'report', lock will be held at most until 2026-11-29T10:05:00.004Z",
+                head.format(s="0.006", lvl=" INFO", lg=app)
+                + "lock taken event=lock_acquired jobId=report leaseMs=300000",
+                head.format(s="5.000", lvl=" INFO", lg=app)
+                + "done event=lock_released jobId=report released=true",
+                head.format(s="5.002", lvl="DEBUG", lg=ex) + "Task finished, lock 'report' released",
+            ]
+        )
+        + "\n"
+    )
+    a = leaselog.analyze(str(tmp_path))
+    import polars as pl
+
+    ev = a.events.filter(pl.col("event").is_in(["lock_acquired", "lock_released"]))
+    assert ev["event"].to_list() == ["lock_acquired", "lock_released"]
+    assert ev["raw_event"].to_list() == ["lock_acquired", "lock_released"]  # the app's lines are kept
+    assert a.executions.height == 1
+
+
+def test_redis_lock_registry_without_lease_ttl_says_what_cannot_be_measured() -> None:
+    a = leaselog.analyze(str(SAMPLES / "spring-redis-lock-registry"))
+    (overlap,) = _by_kind(a)["overlapping_executions"]
+    assert overlap.duration_ms == 15_378  # the overlap needs no lease length
+    assert "lease_outlived" not in _by_kind(a)
+    assert "pass --lease-ttl" in overlap.message

@@ -89,13 +89,39 @@ def test_table_follows_max_jobs_and_says_what_is_left(tmp_path: Path) -> None:
 
 
 def test_no_findings_says_so_in_the_first_line(tmp_path: Path) -> None:
-    jsonl(tmp_path / "noise.jsonl", [{"ts": "2026-11-02T10:00:00Z", "message": "GET /health 200"}])
-    out = _text(leaselog.analyze(tmp_path / "noise.jsonl"), brief=True)
+    run = {"jobId": "report-42", "executionId": "a-1", "pod": "pod-a"}
+    jsonl(
+        tmp_path / "clean.jsonl",
+        [
+            {"ts": "2026-11-02T10:00:00Z", "message": "GET /health 200"},
+            {**run, "ts": "2026-11-02T10:00:01Z", "event": "lock_acquired", "leaseMs": 30000},
+            {**run, "ts": "2026-11-02T10:00:02Z", "event": "lock_released", "released": True},
+        ],
+    )
+    out = _text(leaselog.analyze(tmp_path / "clean.jsonl"), brief=True)
     assert out.splitlines()[:2] == [
         "No findings.",
-        "1 file, 1 line (0 used, 0 malformed) · 0 jobs, 0 executions",
+        "1 file, 3 lines (2 used, 0 malformed) · 1 job, 1 execution",
     ]
     assert "severity  code" not in out
+
+
+def test_nothing_read_is_not_no_findings(tmp_path: Path) -> None:
+    """Lines, but not one lease event: "No findings." would read as "no incident"."""
+    jsonl(tmp_path / "noise.jsonl", [{"ts": "2026-11-02T10:00:00Z", "message": "GET /health 200"}])
+    out = _text(leaselog.analyze(tmp_path / "noise.jsonl"), brief=True)
+    lines = out.splitlines()
+    assert lines[0] == "no lease events in 1 line of 1 file: nothing to judge"
+    assert "No findings." not in out and "leaselog inspect" in out
+    assert "flat (1 line)" in out
+
+
+def test_a_file_silent_among_others_is_named(tmp_path: Path) -> None:
+    run = {"jobId": "report-42", "executionId": "a-1", "pod": "pod-a"}
+    jsonl(tmp_path / "pod-a.jsonl", [{**run, "ts": "2026-11-02T10:00:01Z", "event": "lock_acquired"}])
+    jsonl(tmp_path / "pod-b.jsonl", [{"ts": "2026-11-02T10:00:00Z", "message": "GET /health 200"}])
+    out = _text(leaselog.analyze(tmp_path), brief=True)
+    assert "1 file gave no lease event while others did:" in out and "pod-b.jsonl" in out
 
 
 def test_cli_brief(capsys: pytest.CaptureFixture[str]) -> None:

@@ -256,7 +256,7 @@ class FieldMapper:
         message = row.get("message")
         if not message or not self.dialect_needles or not any(n in message for n in NEEDLES):
             return None
-        hit = match_message(message)
+        hit = match_message(message, rec)
         if hit is None:
             return None
         out: dict[str, str | None] = {k: v for k, v in row.items() if k not in ("event", "job_id")}

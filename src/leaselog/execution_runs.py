@@ -148,7 +148,12 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
             | ((ev == "job_started") & prev.is_in([_START, _END]))
         )
     else:
-        cut = ev.is_in(_BEGINS) & (prev == _END)
+        # an explicit id is cut only where its attempt is over: a begin after an end; a trigger after a
+        # denial (the attempt the lock turned away is over; a waiting one logs no new trigger) or while
+        # it runs (a pod restarted after a crash, its scheduler firing again under the same id)
+        cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
+            (ev == "job_triggered") & prev.is_in([_ACQUIRE, _START, _DENY, _DENY_WAITING])
+        )
     if "_orphan" in f.columns:
         cut = cut & ~pl.col("_orphan")
     begin = ks | cut
@@ -159,23 +164,38 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
 
 
 def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
-    """(job_id, execution_id) of explicit ids with a begin logged after their first end, or acquired on
-    two threads (a redelivery to another consumer of the same pod, under the same id): one group-by, so the
-    row-level split runs only for them (none, in most logs)."""
+    """(job_id, execution_id) of explicit ids with a begin logged after their first end (or a trigger after
+    their first denial, acquisition or start), or acquired (or
+    denied) on two threads (a redelivery to another consumer of the same pod, under the same id, or a
+    second scheduler thread turned away under the running attempt's id): one group-by on a
+    hash of the key over the begin and end lines only, so the row-level split runs only for them (none,
+    in most logs). A hash collision can only cause that work."""
     ev = pl.col("event")
     begin = ev.is_in(["job_triggered", "lock_acquired", "lock_denied"])
-    acquired = ev == "lock_acquired"
-    return (
+    end = ev.is_in(["job_finished", "job_stopped", "lock_released"])
+    key = pl.struct("job_id", "execution_id").hash()
+    hits = (
         events.lazy()
-        .select("job_id", "execution_id", "t", "thread", ev)
-        .group_by("job_id", "execution_id")
+        .filter(begin | end | (ev == "job_started"))
+        .group_by(key.alias("k"))
         .agg(
             pl.col("t").filter(begin).max().alias("b"),
-            pl.col("t").filter(ev.is_in(["job_finished", "job_stopped", "lock_released"])).min().alias("e"),
-            pl.col("thread").filter(acquired).drop_nulls().n_unique().alias("threads"),
+            pl.col("t").filter(end).min().alias("e"),
+            pl.col("t").filter(ev == "job_triggered").max().alias("bt"),
+            pl.col("t").filter(ev.is_in(["lock_denied", "lock_acquired", "job_started"])).min().alias("d"),
+            pl.col("thread").filter(ev.is_in(_RAN)).drop_nulls().n_unique().alias("threads"),
         )
-        .filter((pl.col("b") > pl.col("e")) | (pl.col("threads") > 1))
+        .filter((pl.col("b") > pl.col("e")) | (pl.col("bt") > pl.col("d")) | (pl.col("threads") > 1))
+        .select("k")
+        .collect()
+    )
+    if not hits.height:
+        return pl.DataFrame(schema={"job_id": pl.String(), "execution_id": pl.String()})
+    return (
+        events.lazy()
+        .filter(key.is_in(hits["k"].implode()))
         .select("job_id", "execution_id")
+        .unique()
         .collect()
     )
 
@@ -285,6 +305,7 @@ def _segments(runs: pl.DataFrame, base: list[str]) -> pl.DataFrame:
             (ev == "lock_released").sum().alias("_n_release"),
             pl.col("owner").filter(ev == "lock_acquired").first().alias("_owner"),
             pl.col("fencing_token").filter(ev == "lock_acquired").first().alias("_token"),
+            pl.col("t").filter(ev == "lock_acquired").min().alias("_t_acq"),
         )
         .sort(*base, "thread", "_t0", "_seq0", nulls_last=False)
     )
@@ -310,7 +331,7 @@ def _attach_helpers(helpers: pl.DataFrame, segments: pl.DataFrame, base: list[st
     id) holding the lease they name (owner, then fencing token), else the latest run begun by then that
     is still going on, else the latest begun, else the first."""
     cand = helpers.join(
-        segments.select("_seg", *base, "_t0", "_t1", "_owner", "_token"),
+        segments.select("_seg", *base, "_t0", "_t1", "_t_acq", "_owner", "_token"),
         on=base,
         how="left",
         nulls_equal=True,
@@ -321,12 +342,15 @@ def _attach_helpers(helpers: pl.DataFrame, segments: pl.DataFrame, base: list[st
         .then(pl.col("_t0") >= pl.col("t"))
         .otherwise(pl.col("_t0") <= pl.col("t"))
     )
+    # a renewal, a stop, a release: of a run that holds a lease by then (not one waiting for the lock)
+    held = (pl.col("event") != "job_triggered") & (pl.col("_t_acq") <= pl.col("t")).fill_null(False)
     score = (
-        (pl.col("owner").is_not_null() & (pl.col("owner") == pl.col("_owner"))).cast(pl.Int8) * 8
+        (pl.col("owner").is_not_null() & (pl.col("owner") == pl.col("_owner"))).cast(pl.Int8) * 16
         + (pl.col("fencing_token").is_not_null() & (pl.col("fencing_token") == pl.col("_token"))).cast(
             pl.Int8
         )
-        * 4
+        * 8
+        + held.cast(pl.Int8) * 4
         + begun.cast(pl.Int8) * 2
         + (pl.col("_t1") >= pl.col("t")).cast(pl.Int8)
     )

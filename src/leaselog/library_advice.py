@@ -39,6 +39,19 @@ _REGISTRY = (
     "expireAfter above the longest run. Its acquired line's lockedAt is stale: leaselog takes the line's time."
 )
 
+_NO_TTL = (
+    " {library} never logs its lease length, and no --lease-ttl was given: whether and for how long a run "
+    "outlived its lease cannot be measured; pass --lease-ttl ({what})."
+)
+# dialects whose acquisitions carry no lease length: (label prefix, library, what to pass)
+_TTL_UNLOGGED = (
+    (
+        "spring-redis-lock-registry/acquired",
+        "RedisLockRegistry",
+        "the registry's expireAfter, 60 s by default",
+    ),
+)
+
 # (rule label prefix, finding kinds, advice)
 _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("shedlock/locked", ("lease_outlived", "overlapping_executions"), _SHEDLOCK_LONG),
@@ -53,9 +66,12 @@ _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
-def library_advice(findings: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+def library_advice(
+    findings: pl.DataFrame, events: pl.DataFrame, lease_ttl_ms: float | None = None
+) -> pl.DataFrame:
     """`findings` (FINDING_SCHEMA) with each finding about a job a lock library logged given that
-    library's advice. A no-op (and cheap) when no dialect read any line."""
+    library's advice (`lease_ttl_ms`: the --lease-ttl setting, when given). A no-op (and cheap) when no
+    dialect read any line."""
     if not findings.height or not events.height:
         return findings
     labelled = events.filter(pl.col("raw_event").str.contains("/", literal=True)).select(
@@ -76,4 +92,8 @@ def library_advice(findings: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame
         for prefix, kinds, advice in _ADVICE:
             if kind in kinds and any(lbl.startswith(prefix) for lbl in seen) and advice not in message[i]:
                 message[i] += advice
+        if lease_ttl_ms is None and kind in ("overlapping_executions", "stale_release", "release_failed"):
+            for prefix, library, what in _TTL_UNLOGGED:
+                if any(lbl.startswith(prefix) for lbl in seen):
+                    message[i] += _NO_TTL.format(library=library, what=what)
     return findings.with_columns(pl.Series("message", message, dtype=pl.String))

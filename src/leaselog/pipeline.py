@@ -112,7 +112,9 @@ def analyze_events(events: pl.DataFrame, settings: Settings, fleet: FleetContext
     ctx = CheckContext(
         events=events, executions=executions, leases=leases, renewals=renewals, settings=settings, fleet=fleet
     )
-    findings = library_advice(identity_caveats(run_checks(ctx, JOB_CHECKS), executions), events)
+    findings = library_advice(
+        identity_caveats(run_checks(ctx, JOB_CHECKS), executions), events, settings.lease_ttl_ms
+    )
     partials = {c.code: c.partial(ctx) for c in FLEET_CHECKS if c.partial is not None}
     return Part(executions, leases, renewals, findings, partials, events, remarks)
 

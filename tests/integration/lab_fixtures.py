@@ -14,7 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaselog.reproduce.lab import Plan, PodPlan, plan_from_dict, play
+from leaselog.reproduce.lab import play
+from leaselog.reproduce.plan import Plan, PodPlan, plan_from_dict
 from leaselog.reproduce.server import throwaway_redis
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "lab"

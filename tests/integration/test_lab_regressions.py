@@ -14,7 +14,7 @@ import pytest
 from lab_fixtures import FIXTURES, ROOT, Fixture
 
 from leaselog.reproduce.campaign import differential, score_run
-from leaselog.reproduce.lab import plan_from_dict
+from leaselog.reproduce.plan import plan_from_dict
 
 # fixed (the checks' fixes for issue 12 are merged): these must stay right
 PASSING = {

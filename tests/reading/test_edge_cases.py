@@ -66,8 +66,9 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_only_an_empty_file_is_no_error_either(tmp_path: Path) -> None:
+    """Not an input error (2), and not "no findings" (0) either: nothing was there to judge (3)."""
     (tmp_path / "empty.jsonl").write_bytes(b"")
-    assert main(["analyze", str(tmp_path / "empty.jsonl"), "-q"]) == 0
+    assert main(["analyze", str(tmp_path / "empty.jsonl"), "-q"]) == 3
 
 
 def test_binary_file(tmp_path: Path) -> None:

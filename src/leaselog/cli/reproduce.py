@@ -72,7 +72,10 @@ def reproduce_command(
         Path | None, typer.Option(help="random: write the per-kind table and the failed runs as JSON.")
     ] = None,
     diff: Annotated[
-        bool, typer.Option(help="random, replay: also check that every log shape gives the same findings.")
+        bool,
+        typer.Option(
+            help="random, replay: also check that every log shape, with and without execution ids, gives the same findings."
+        ),
     ] = True,
     shape: Annotated[
         str | None, typer.Option(help="replay: score this log shape instead of the drawn one.")
@@ -89,7 +92,7 @@ def reproduce_command(
 
     [bold]crash[/bold]: pod A killed (SIGKILL) mid-job; B takes over the redelivered request after A's lease expires.
 
-    [bold]random[/bold]: a randomized campaign (--runs, --seed): lease, renewal, retry policy, 2-5 pods, a fault (SIGSTOP, CLIENT PAUSE, SIGKILL, ACL network cut, slow unit), trigger paths, fencing, clock offsets and the log shape drawn per run; each run's findings scored against its truth, per kind. Failed runs are kept under --out (default ./leaselog-lab/seed-S/).
+    [bold]random[/bold]: a randomized campaign (--runs, --seed): lease, renewal, retry policy, 1-5 pods, a fault (SIGSTOP, CLIENT PAUSE, SIGKILL, ACL network cut, slow unit), trigger paths, fencing, clock offsets and the log shape drawn per run, and pods that run the job several times (a scheduler firing every few seconds, two worker threads, a redelivery to the same pod; ids unique, counted per pod or reused); each run's findings scored against its truth, per kind, with execution ids and again with every id removed. Failed runs are kept under --out (default ./leaselog-lab/seed-S/).
 
     [bold]replay[/bold] DIR: score a kept lab run again (after a fix).
 

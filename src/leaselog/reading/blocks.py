@@ -47,6 +47,9 @@ def split_block(cut: Cut, decoder: ColumnarDecoder, max_line_bytes: int, keep_fi
             decoder.candidate(line).fill_null(False).alias("candidate"),
             plain_object.fill_null(False).alias("object"),
             odd.fill_null(False).alias("nul"),
+            # a lock library's line (its needle): even with a job-id name (the app's MDC riding on it) it
+            # is read one by one, where its dialect reads it
+            (pl.lit(False) if library is None else library).fill_null(False).alias("library"),
         )
         # what the columnar path decodes: nested objects are flattened by the per-line path, and
         # so are lines not plainly one object

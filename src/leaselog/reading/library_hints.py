@@ -9,6 +9,7 @@ not one lease line. Only files that gave no lease event are looked at again, and
 from __future__ import annotations
 
 import os
+import zlib
 
 from leaselog.reading.dialects import DIALECTS
 from leaselog.reading.sources import Source
@@ -30,7 +31,7 @@ def library_hints(source: Source) -> list[str]:
             head = fh.read(HINT_BYTES)
         finally:
             fh.close()
-    except (OSError, EOFError, ValueError):
+    except (OSError, EOFError, ValueError, zlib.error):  # a corrupt gzip: no hints, never a crash
         return []
     if isinstance(head, str):  # (a text stream would be a bug elsewhere; never crash on it)
         head = head.encode()

@@ -6,7 +6,9 @@ line of every input is read (stack traces attached):
   or the trace attached to it holds the literal; else the line is an unrelated one (counted ignored);
 - a message that names no lock (an unlock failure, an expiry exception) is about the job last acquired or
   denied on the same thread of the same file; with none before it, the line is counted ignored;
-- a message naming several locks (Redisson's `[a, b]`) gives one event per lock.
+- a message naming several locks (Redisson's `[a, b]`) gives one event per lock;
+- a message that also says other events (ShedLock's `Locked` is a scheduler tick too) gives them, right
+  before its own, on the same line.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ __all__ = ["settle_library_rows"]
 _CONFIRM = {f"{d.name}/{r.name or r.event}": r.confirm for d in DIALECTS for r in d.rules if r.confirm}
 _FROM_THREAD = [f"{d.name}/{r.name or r.event}" for d in DIALECTS for r in d.rules if r.job_from_thread]
 _LISTS = [f"{d.name}/{r.name or r.event}" for d in DIALECTS for r in d.rules if r.job_list]
+_ALSO = {f"{d.name}/{r.name or r.event}": r.also for d in DIALECTS for r in d.rules if r.also}
 
 
 def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
+    """`raw` with library rows settled; each stream's report accounts for the lines dropped (streams not
+    given: nothing is accounted, as when `leaselog watch` settles the rows it keeps)."""
     if "dialect" not in raw.columns or raw["dialect"].null_count() == raw.height:
         return raw
+
     label = pl.col("raw_event")
     keep = pl.lit(True)
     for name, literal in _CONFIRM.items():
@@ -52,18 +58,20 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
         kept_lines = raw.filter(keep).select("file_index", "line").unique()
         reports = {st.index: st.report for st in streams}
         for file_index, n in dropped.group_by("file_index").len().iter_rows():
-            reports[file_index].events -= n
+            if file_index in reports:
+                reports[file_index].events -= n
         gone = (
             dropped.select("file_index", "line")
             .unique()
             .join(kept_lines, on=["file_index", "line"], how="anti")
         )
         for file_index, n in gone.group_by("file_index").len().iter_rows():
-            rep = reports[file_index]
-            rep.used -= n
-            rep.ignored += n
+            if file_index in reports:
+                reports[file_index].used -= n
+                reports[file_index].ignored += n
         for file_index, name, n in dropped.group_by("file_index", "dialect").len().iter_rows():
-            reports[file_index].dialects[name] -= n
+            if file_index in reports:
+                reports[file_index].dialects[name] -= n
         raw = raw.filter(keep)
     raw = raw.drop("_row")
     if (
@@ -82,4 +90,31 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
             .explode("job_id")
             .with_columns(pl.col("job_id").str.strip_chars())
         )
+    raw = _also(raw, streams) if _ALSO else raw
+    # facts that span lines, each dialect's own (Dialect.join)
+    for dialect in DIALECTS:
+        if dialect.join is not None:
+            raw = dialect.join(raw)
     return raw
+
+
+def _also(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:
+    label = pl.col("raw_event")
+    extra = []
+    for name, events in _ALSO.items():
+        rows = raw.filter(label == name)
+        for k, event in enumerate(events):
+            # a record index of its own: never taken for a shipper's repeat of the line
+            added_row = rows.with_columns(pl.lit(event).alias("event"))
+            if "dup_record" in rows.columns:
+                added_row = added_row.with_columns(pl.lit(-1 - k, pl.Int64).alias("dup_record"))
+            extra.append(added_row)
+    added = pl.concat(extra) if extra else raw.clear()
+    if added.is_empty():
+        return raw
+    reports = {st.index: st.report for st in streams}
+    for file_index, n in added.group_by("file_index").len().iter_rows():
+        if file_index in reports:
+            reports[file_index].events += n
+    # each added event right before the line's own (a stable sort by file and line keeps that order)
+    return pl.concat([added, raw]).sort("file_index", "line", maintain_order=True)

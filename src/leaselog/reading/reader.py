@@ -60,6 +60,7 @@ from leaselog.reading.columnar import (
 from leaselog.reading.formats import (
     BOM,
     FORMATS,
+    MONTH_DAY,
     TIME_OF_DAY,
     Format,
     Malformed,
@@ -134,6 +135,7 @@ class Reader:
         *,
         columnar: bool = True,
         keep_fields: bool = True,
+        settle_library: bool = True,
     ) -> None:
         self.mapper = mapper
         self.forced_format = forced_format
@@ -141,6 +143,9 @@ class Reader:
         self.columnar = columnar  # False forces the per-line path everywhere (tests compare the two)
         # False leaves `fields` (each event's line or record as JSON, the biggest column by far) null
         self.keep_fields = keep_fields
+        # False keeps lock-library rows as read (`library_lines`): a caller reading an input in chunks
+        # (`leaselog watch`) settles them over every chunk at once
+        self.settle_library = settle_library
         settings = mapper.settings
         self.max_line_bytes: int = getattr(settings, "max_line_bytes", None) or DEFAULT_MAX_LINE_BYTES
         self.log_date: str | None = getattr(settings, "log_date", None)
@@ -174,7 +179,9 @@ class Reader:
         self.line_text, self.record_index = [], []
         raw = pl.concat([lists, *self.frames], how="vertical") if self.frames else lists
         self.frames = []
-        raw = post_process(settle_library_rows(raw, self._streams), self._streams)
+        if self.settle_library:
+            raw = settle_library_rows(raw, self._streams)
+        raw = post_process(raw, self._streams)
         return ReadResult(raw, inputs, self.malformed)
 
     def _bad(self, report: InputReport, line_no: int, reason: str, count: int = 1) -> None:
@@ -396,7 +403,8 @@ class Reader:
                 continue
             event, row = got
             if TIME_OF_DAY in rec and row.get("ts") is None:
-                row["ts"] = self._time_of_day(st, str(rec[TIME_OF_DAY]))
+                md = rec.get(MONTH_DAY)
+                row["ts"] = self._time_of_day(st, str(rec[TIME_OF_DAY]), None if md is None else str(md))
             if row.get("pod") is None:
                 row["pod"] = st.pod_fallback
                 source = ""
@@ -422,10 +430,17 @@ class Reader:
             used = True
         return used
 
-    def _time_of_day(self, st: Stream, tod: str) -> str | None:
-        """A time of day on the stream's date; a time earlier than the one before means midnight passed."""
+    def _time_of_day(self, st: Stream, tod: str, month_day: str | None = None) -> str | None:
+        """A time of day on the stream's date; a time earlier than the one before means midnight passed.
+        With a month and day (klog), only the year is the stream's: the year before when that date would
+        lie ahead of the file's date (a December line in a file dated January)."""
         if st.day is None:
             return None
+        if month_day is not None:
+            year = int(st.day[:4])
+            if f"{year}-{month_day}" > st.day and month_day[:2] > st.day[5:7]:
+                year -= 1
+            return f"{year}-{month_day}T{tod}"
         if st.last_tod and tod < st.last_tod and st.last_tod[:2] >= "20" and tod[:2] <= "03":
             st.day = (dt.date.fromisoformat(st.day) + dt.timedelta(days=1)).isoformat()
         st.last_tod = tod
@@ -545,8 +560,10 @@ class Reader:
         candidates = candidates.filter(pl.col("simple"))
         ndjson, fields = split.ndjson, split.fields
         if candidates.height:
-            repeated = split.repeated
-            if repeated.any():  # duplicate keys resolve last-wins: orjson's way, on the per-line path
+            # duplicate keys resolve last-wins: orjson's way, on the per-line path; a lock library's line
+            # is read there too (its dialect reads it)
+            repeated = split.repeated | candidates["library"]
+            if repeated.any():
                 per_line = pl.concat([per_line, candidates.filter(repeated)])
                 candidates = candidates.filter(~repeated)
                 ndjson = candidates["l"].str.join("\n").cast(pl.Binary).item()

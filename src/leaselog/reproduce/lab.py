@@ -19,13 +19,14 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import redis
 
 from leaselog.reproduce.layouts import with_layout
+from leaselog.reproduce.plan import Plan, PodPlan
 from leaselog.reproduce.pod import GROUP, keys, marker, mono_ms, signal_list
 from leaselog.reproduce.server import RedisTarget, ReproduceError
 from leaselog.reproduce.shapes import SHAPES
@@ -55,64 +56,6 @@ runpy.run_module("leaselog.reproduce.worker", run_name="__main__", alter_sys=Tru
 """
 WAIT_S = 60.0
 CLOSE = "closed"
-
-
-@dataclass(frozen=True)
-class PodPlan:
-    role: str  # A, B, C...: A takes the first message and acquires first
-    path: str  # "first" or the trigger path of a later attempt (PATHS)
-    fire_ms: int | None  # when the harness fires this pod's trigger, from A's start (None: redelivery)
-    on_denied: str  # exit | wait | wait-silent
-    units: int
-    clock_offset_ms: int
-    dies_after_trigger: bool = False  # killed between its job_triggered and the lock
-    # several executions in one process (layouts.py): one trigger per worker thread, the units of work
-    # of each execution in turn, and when the harness fires the pod's own scheduler (ms from t0)
-    threads: tuple[str, ...] = ()
-    units_list: tuple[int, ...] = ()
-    ticks_ms: tuple[int, ...] = ()
-
-    @property
-    def pod(self) -> str:
-        return f"pod-{self.role.lower()}"
-
-    @property
-    def execution_id(self) -> str:
-        return f"attempt-{self.role.lower()}"
-
-
-@dataclass(frozen=True)
-class Plan:
-    seed: int
-    index: int
-    lease_ms: int
-    renew: bool
-    renewal_ms: int
-    margin_ms: int
-    op_timeout_ms: int
-    renew_retry_ms: int  # 0: stop at the first failed renewal
-    completion: str  # fenced | idempotent | plain | none
-    ignore_stop: bool
-    fault: str
-    fault_at_ms: int  # from A's start
-    fault_ms: int
-    shape: str
-    pods: tuple[PodPlan, ...] = field(default_factory=tuple)
-    layout: str = "pods"  # pods: one execution per pod; else a layout of layouts.py
-    id_style: str = "unique"  # what each execution logs as its id: unique | counter | reused
-
-    @property
-    def name(self) -> str:
-        return f"run-{self.seed}-{self.index:04d}"
-
-    def describe(self) -> str:
-        paths = ",".join(p.path for p in self.pods[1:])
-        life = f"renew {self.renewal_ms}ms" if self.renew else "no renewal"
-        layout = "" if self.layout == "pods" else f"{self.layout} (ids {self.id_style}), "
-        return (
-            f"{layout}ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
-            f"@{self.fault_at_ms}ms/{self.fault_ms}ms, {self.completion}, shape {self.shape}"
-        )
 
 
 def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
@@ -186,15 +129,6 @@ def _offset(rng: random.Random) -> int:
     return rng.choice((-1, 1)) * rng.choice((5, 20, 50, 100))
 
 
-def plan_from_dict(d: dict[str, Any]) -> Plan:
-    tuples = ("threads", "units_list", "ticks_ms")
-    fields: list[dict[str, Any]] = [
-        {k: tuple(v) if k in tuples else v for k, v in p.items()} for p in d["pods"]
-    ]
-    pods = tuple(PodPlan(**f) for f in fields)
-    return Plan(**{**d, "pods": pods})
-
-
 # -- playing a plan ------------------------------------------------------------------------------
 
 
@@ -211,10 +145,11 @@ class _Run:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.faults: list[dict[str, Any]] = []
         self.fired: list[dict[str, Any]] = []
+        self.lost: dict[str, int] = {}  # attempts of a killed pod that will never be done
         self.acl_user = f"leaselog-lab-{self.run_id}-a"
         self.acl_password = uuid.uuid4().hex
 
-    def spawn(self, p: PodPlan) -> None:
+    def spawn(self, p: PodPlan, runs_before: int = 0) -> None:
         plan = self.plan
         here = Path(__file__).resolve().parent
         launch = LAUNCH.format(pkg=str(here.parent), sub=str(here))
@@ -291,6 +226,8 @@ class _Run:
             args += ["--threads", ",".join(p.threads), "--runs", "99"]
         if p.units_list:
             args += ["--units-list", ",".join(str(u) for u in p.units_list)]
+        if runs_before:
+            args += ["--runs-before", str(runs_before)]
         if p.path == "duplicate_publish":
             args += ["--start-after", "triggered:A"]
         err = (self.scratch / f"{p.pod}.stderr").open("wb")
@@ -355,7 +292,7 @@ class _Run:
                 time.sleep(0.02)
 
     def settle(self) -> None:
-        """Wait until every live pod has finished each attempt it began (and taken each tick it got)."""
+        """Wait until every live pod has taken each tick it got and finished each attempt it began."""
         end = time.monotonic() + WAIT_S
         while time.monotonic() < end:
             busy = [
@@ -363,8 +300,9 @@ class _Run:
                 for p in self.plan.pods
                 if self.procs[p.role].poll() is None
                 and (
-                    self.count(f"done:{p.role}") < self.count(f"triggered:{p.role}")
-                    or self.count(f"triggered:{p.role}") < len(p.ticks_ms)
+                    self.count(f"done:{p.role}") + self.lost.get(p.role, 0)
+                    < self.count(f"triggered:{p.role}")
+                    or self.client.llen(f"{self.k['tick']}:{p.pod}")
                 )
             ]
             if not busy:
@@ -386,6 +324,14 @@ class _Run:
             os.kill(a.pid, signal.SIGKILL)
             f["startMono"] = f["endMono"] = mono_ms()
             a.wait(timeout=10)
+            if plan.layout == "scheduled":
+                # the pod is restarted (its scheduler fires on; its id counter starts again at 1); the
+                # attempt it was killed in will never be done
+                truth = self.scratch / f"{plan.pods[0].pod}.truth.jsonl"
+                began = {json.loads(x)["run"] for x in truth.read_text(encoding="utf-8").splitlines() if x}
+                self.lost["A"] = self.count("triggered:A") - self.count("done:A")
+                f["restarted"] = True
+                self.spawn(plan.pods[0], runs_before=len(began))
         elif plan.fault == "stall":
             f["startMono"] = mono_ms()
             self.client.client_pause(plan.fault_ms, all=True)

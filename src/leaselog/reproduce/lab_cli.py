@@ -97,11 +97,30 @@ def campaign(
 
 def totals_of(camp: Campaign) -> Table:
     """Runs, failed runs, expected, found, missed, false, figure errors: with ids against without."""
-    t = Table(title="the same runs with execution ids and without", title_justify="left", show_edge=False)
-    cols = ("runs", "failedRuns", "expected", "found", "missed", "false", "figure_errors")
+    t = Table(
+        title="the same runs with execution ids and without: against the truth, then against the flat logs with ids",
+        title_justify="left",
+        show_edge=False,
+    )
+    cols = (
+        "runs",
+        "failedRuns",
+        "expected",
+        "found",
+        "missed",
+        "false",
+        "figure_errors",
+        "differentRuns",
+        "differentRenderings",
+    )
+    names = {
+        "failedRuns": "failed runs",
+        "differentRuns": "runs differing",
+        "differentRenderings": "renderings",
+    }
     t.add_column("logs")
     for c in cols:
-        t.add_column(c.replace("_", " ").replace("failedRuns", "failed runs"), justify="right")
+        t.add_column(names.get(c, c.replace("_", " ")), justify="right")
     for label, ids in (("with ids", True), ("without ids", False)):
         row = camp.totals(ids)
         t.add_row(label, *(str(row[c]) for c in cols))

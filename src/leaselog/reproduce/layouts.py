@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from leaselog.reproduce.lab import Plan, PodPlan
+from leaselog.reproduce.plan import Plan, PodPlan
 
 LAYOUTS = ("pods", "scheduled", "threads", "same_pod")
 LAYOUT_WEIGHTS = (4, 2, 1, 1)
@@ -85,8 +83,11 @@ def with_layout(plan: Plan, rng: random.Random) -> Plan:
         pods = [_pod(a, "A", "first", ("stream", "claim"), units, (), on_denied)]
     # a fault lands within pod A's first long stretch of work
     at = min(plan.fault_at_ms, int(max(pods[0].units_list) * UNIT_MS * 0.8))
+    # one pod alone cannot show that GELF's `host` is the app's name, not the pod's
+    shape = "gelf" if plan.shape == "gelf-app-host" and len(pods) == 1 else plan.shape
     return dataclasses.replace(
         plan,
+        shape=shape,
         layout=layout,
         id_style=id_style,
         renew=renew,

@@ -23,6 +23,7 @@ Row = dict[str, Any]
 Pods = Mapping[str, list[Row]]
 META = ("ts", "pod", "thread", "level", "logger", "message")
 THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
+THREADLESS = ("klog",)  # layouts with no thread field at all
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
@@ -483,7 +484,10 @@ def loki(pods: Pods, job: str | None) -> dict[str, list[str]]:
     """`logcli query --output=jsonl '{app="report-worker"}'`: every pod in one file, newest first
     (logcli's default direction is backward); the line is the app's JSON, the pod a label."""
     rows = [(r, pod) for pod, rs in pods.items() for r in rs]
-    rows.sort(key=lambda rp: (row_time(rp[0]), rp[1]), reverse=True)
+    # the fleet's lines in the order they were written, then read backward: lines of one millisecond come
+    # newest first too (a stable sort with reverse=True would keep them oldest first)
+    rows.sort(key=lambda rp: (row_time(rp[0]), rp[1]))
+    rows.reverse()
     out = []
     for row, pod in rows:
         labels = {"app": APP, "container": APP, "namespace": "reports", "pod": pod}
@@ -544,6 +548,42 @@ def spring_console(pods: Pods, job: str | None) -> dict[str, list[str]]:
     return {
         f"{pod}.log": [*SPRING_BANNER, *(x for r in rows for x in spring_console_line(r, pod, job))]
         for pod, rows in pods.items()
+    }
+
+
+@row_shape("celery", ".log", "celery")
+def celery(row: Row, pod: str, job: str | None) -> list[str]:
+    """Celery's worker format (`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`: Python
+    logging's local time, milliseconds after a comma, no zone), the lease fields as `key=value` pairs."""
+    pairs = " ".join(f"{k}={_kv_value(mdc_str(v))}" for k, v in kv(row, job).items())
+    msg = " ".join(x for x in (str(row.get("message", "")), pairs) if x)
+    t = row_time(row)
+    asctime = t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
+    # Celery names the pool process: a worker thread and its helper (`scheduling-2`, `lease-renewal-2`)
+    # are one pool process, `ForkPoolWorker-2`
+    number = str(row.get("thread") or "").rsplit("-", 1)[-1]
+    process = f"ForkPoolWorker-{number if number.isdigit() else 1}" if "jobId" in row else "MainProcess"
+    lvl = {"WARN": "WARNING"}.get(level(row), level(row))
+    return [f"[{asctime}: {lvl}/{process}] {msg}"]
+
+
+@fleet_shape("klog", "klog")
+def klog(pods: Pods, job: str | None) -> dict[str, list[str]]:
+    """Kubernetes klog text (`Lmmdd hh:mm:ss.uuuuuu PID file:line] "message" key="value"`), as a
+    structured `logger.Info` writes it; no year in the lines: the file's name carries the date."""
+
+    def line(row: Row) -> str:
+        t = row_time(row)
+        pairs = " ".join(
+            f"{k}={json.dumps(v) if isinstance(v, str) else mdc_str(v)}" for k, v in kv(row, job).items()
+        )
+        head = f"{level(row)[:1]}{t:%m%d %H:%M:%S}.{t.microsecond:06d}       1 worker.go:42]"
+        return " ".join(x for x in (head, json.dumps(str(row.get("message", ""))), pairs) if x)
+
+    return {
+        f"{pod}.{row_time(rows[0]):%Y-%m-%d}.log": [line(r) for r in rows]
+        for pod, rows in pods.items()
+        if rows
     }
 
 

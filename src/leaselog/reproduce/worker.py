@@ -19,12 +19,10 @@ quick renewal retries after an error (`--renew-retry-ms`), the completion's dest
 stop request ignored (`--ignore-stop`), one slow work unit, a skewed wall clock (`--clock-offset-ms`), and a
 Redis user of its own for the lease commands (so a network cut can be simulated with ACL).
 
-One process can run several executions: `--threads` gives the pod several worker threads (each with its
-trigger, e.g. `tick,tick` for a scheduler pool of two, `stream,claim` for a consumer that gets its own
-message redelivered), and `--runs` lets them take that many triggers in turn (a scheduler firing every few
-seconds). `--id-style` says what each execution logs as its id: `unique` (attempt-a, attempt-a2, ...),
-`counter` (1, 2, ... counted by this process, as many workers do) or `reused` (the same id every time, as
-a redelivered task keeps its id). Each line carries the name of the thread that logged it.
+One process can run several executions: `--threads tick,tick` (a scheduler pool of two; `stream,claim`: a
+consumer that gets its own message redelivered), `--runs` triggers taken in turn, and `--id-style` unique
+(attempt-a, attempt-a2), counter (1, 2, ... per process) or reused (the same id every time). Each line
+names the thread that logged it.
 """
 
 from __future__ import annotations
@@ -99,12 +97,11 @@ class Pod:
             return self.taken - 1
 
     def ids(self, seq: int) -> tuple[str, str]:
-        """(the execution id it logs, its true name) for this pod's execution number `seq` (from 0)."""
-        true = self.a.execution_id if seq == 0 else f"{self.a.execution_id}{seq + 1}"
-        style = self.a.id_style
-        return (
-            str(seq + 1) if style == "counter" else self.a.execution_id if style == "reused" else true
-        ), true
+        """(logged id, true name) of this process's execution `seq` (from 0); a restarted pod's counter
+        starts at 1 again, its true names go on from `--runs-before`."""
+        n, eid, style = seq + self.a.runs_before, self.a.execution_id, self.a.id_style
+        true = eid if n == 0 else f"{eid}{n + 1}"
+        return (str(seq + 1) if style == "counter" else eid if style == "reused" else true), true
 
     def serve(self, index: int) -> None:
         """One worker thread: take a trigger, run the attempt, again while runs are left."""
@@ -132,7 +129,7 @@ class Pod:
             threads = [threading.Thread(target=self.serve, args=(i,), name=n) for i, n in enumerate(names)]
             for t in threads:
                 t.start()
-            for t in threads:
+            for t in threads:  # (each ends when the harness closes the run)
                 t.join()
         self.log.close()
         if self.failure is not None:
@@ -553,6 +550,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=1, help="executions this process runs at most")
     p.add_argument("--units-list", default=None, help="units of work of each execution in turn, e.g. 3,3,25")
     p.add_argument("--id-style", choices=["unique", "counter", "reused"], default="unique")
+    p.add_argument("--runs-before", type=int, default=0, help="executions of this pod before a restart")
     p.add_argument("--attempt", type=int, default=1, help="this attempt's number (the retry path counts)")
     p.add_argument("--claim-idle-ms", type=int, default=5000)
     p.add_argument("--start-after", default=None, help="wait for this marker before taking a trigger")

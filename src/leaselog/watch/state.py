@@ -31,6 +31,8 @@ from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.execution_runs import identify_executions
 from leaselog.findings import Finding, enforce_invariants, records
+from leaselog.library_advice import library_advice
+from leaselog.reading.library_lines import settle_library_rows
 from leaselog.reading.reader import RAW_SCHEMA, SNIFF_LINES, InputReport, Reader
 from leaselog.reading.sources import Source
 from leaselog.reconstruct import reconstruct
@@ -129,7 +131,9 @@ class LiveState:
         scratch = self._tmp.joinpath(str(st.file_index), *parts)
         scratch.parent.mkdir(parents=True, exist_ok=True)
         scratch.write_bytes(data)
-        reader = Reader(self.mapper, forced_format=fmt or self.settings.format, keep_fields=False)
+        reader = Reader(
+            self.mapper, forced_format=fmt or self.settings.format, keep_fields=False, settle_library=False
+        )
         got = reader.read([Source(str(scratch))])
         rep = got.inputs[0]
         shift = first_line - 1
@@ -172,7 +176,9 @@ class LiveState:
     ) -> Engine:
         """The batch engine over the events of `jobs` (None: every job kept); `fleet` adds the fleet-level
         checks; `order` maps a file_index to its sort key (analyze's file order) for a final pass."""
-        raw = self.raw()
+        # lock-library lines settled over every line kept, as the reader settles a whole input (a line
+        # naming no lock takes its job from an earlier chunk's acquisition on the same thread)
+        raw = settle_library_rows(self.raw(), [])
         if jobs is not None:
             raw = raw.filter(pl.col("job_id").is_in(list(jobs)))
         if order is not None and raw.height:
@@ -186,7 +192,13 @@ class LiveState:
             events=events, executions=executions, leases=leases, renewals=renewals, settings=self.settings
         )
         chosen = REGISTRY if fleet else tuple(c for c in REGISTRY if c.code not in FLEET_CODES)
-        findings = enforce_invariants(records(identity_caveats(run_checks(ctx, chosen), executions)))
+        findings = enforce_invariants(
+            records(
+                library_advice(
+                    identity_caveats(run_checks(ctx, chosen), executions), events, self.settings.lease_ttl_ms
+                )
+            )
+        )
         wall = events.filter(pl.col("clock") == "wall")["t"]
         if wall.len():
             top = wall.max()

@@ -16,8 +16,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,12 @@ class Rule:
     job_from_thread: bool = False
     # `job_id` is a list of names (`a, b`): one event per name
     job_list: bool = False
+    # events the same line also says, logged right before the rule's own (ShedLock's `Locked` and `Not
+    # executing` are each a scheduler tick: `job_triggered` with the rule's `trigger`)
+    also: tuple[str, ...] = ()
+    # canonical field -> record keys to read it from when the message has no group for it: structured
+    # loggers put the lock's name beside the message (klog's `lock="ns/name"`, JSON's `"lock": ...`)
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def compiled(self) -> re.Pattern[str]:
         return _compile(self.pattern)
@@ -78,14 +87,23 @@ class Dialect:
     enable: str = ""
     # what it cannot measure from its own lines (said in findings and in docs/DIALECTS.md)
     cannot_measure: str = ""
+    # facts that span lines (a Celery task's id on the lock lines its worker process logged, a renewal
+    # confirmed by the renewal thread's next line): run once on the reader's raw frame (its `dialect`
+    # column names the dialect that read each row), after the rows are settled; returns the same columns
+    join: Callable[[pl.DataFrame], pl.DataFrame] | None = None
 
-    def match(self, message: str) -> tuple[str, dict[str, str]] | None:
+    def match(
+        self, message: str, record: Mapping[str, Any] | None = None
+    ) -> tuple[str, dict[str, str]] | None:
         """The first rule matching `message`: (canonical event, fields from named groups and constants)."""
-        hit = self.match_rule(message)
+        hit = self.match_rule(message, record)
         return None if hit is None else (hit[0].event, hit[1])
 
-    def match_rule(self, message: str) -> tuple[Rule, dict[str, str]] | None:
-        """The first rule matching `message`, and its fields (named groups over the rule's constants)."""
+    def match_rule(
+        self, message: str, record: Mapping[str, Any] | None = None
+    ) -> tuple[Rule, dict[str, str]] | None:
+        """The first rule matching `message`, and its fields (named groups over the rule's constants,
+        then the record's keys the rule names for fields the message did not give)."""
         if not any(n in message for n in self.needles):
             return None
         for rule in self.rules:
@@ -95,7 +113,14 @@ class Dialect:
                 duration = got.pop("lease_duration", None)
                 if duration is not None and (ms := iso_duration_ms(duration)) is not None:
                     got["lease_ms"] = str(ms)
-                return rule, {**rule.fields, **got}
+                out = {**rule.fields, **got}
+                if record is not None:
+                    for name, keys in rule.keys.items():
+                        if name not in out:
+                            value = next((record[k] for k in keys if record.get(k) not in (None, "")), None)
+                            if value is not None:
+                                out[name] = str(value)
+                return rule, out
         return None
 
     def rule_named(self, name: str) -> Rule | None:
@@ -157,11 +182,12 @@ class Hit:
         return f"{self.dialect.name}/{self.rule.name or self.rule.event}"
 
 
-def match_message(message: str) -> Hit | None:
+def match_message(message: str, record: Mapping[str, Any] | None = None) -> Hit | None:
     """The first dialect (in name order) whose rule reads `message`, or None. Cheap on messages no dialect
-    reads: each dialect looks for its needles before any regex runs."""
+    reads: each dialect looks for its needles before any regex runs. `record` (the line's fields) gives
+    what a structured logger put beside the message (`Rule.keys`)."""
     for dialect in DIALECTS:
-        got = dialect.match_rule(message)
+        got = dialect.match_rule(message, record)
         if got is not None:
             return Hit(dialect, got[0], got[1])
     return None

@@ -59,6 +59,7 @@ DIALECT = Dialect(
             r"^Locked " + _NAME + r", lock will be held at most until (?P<lease_until>\S+)",
             {"trigger": "scheduler"},
             name="locked",
+            also=("job_triggered",),
             versions="4.0.0-7.x",
         ),
         Rule(
@@ -66,6 +67,7 @@ DIALECT = Dialect(
             r"^Not executing " + _NAME + r"\. It's locked\.",
             {"trigger": "scheduler"},
             name="not-executing",
+            also=("job_triggered",),
         ),
         Rule(
             "lock_released",

@@ -3,7 +3,8 @@
 Each format turns one physical line into zero or more records (OTLP batches hold many), or raises
 `Malformed` with a reason. Detection follows docs/FORMATS.md's order; `detect_format` looks at a file's
 first non-blank lines. One module per family: `json_shapes` (flat, ECS, Logstash, GELF), `otlp`,
-`containers` (Docker, kubectl, CRI, Fluent Bit), `text` (logfmt, plain prose).
+`containers` (Docker, kubectl, CRI, Fluent Bit), `text` (logfmt, plain prose), `celery` (Celery's worker
+lines), `klog` (Kubernetes components' text lines).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from leaselog.reading.formats import console, containers, json_shapes, otlp, text
+from leaselog.reading.formats import celery, console, containers, json_shapes, klog, otlp, text
 from leaselog.reading.formats._common import (
     CONTINUATION_RE,
     Malformed,
@@ -25,12 +26,14 @@ from leaselog.reading.formats._common import (
     try_object,
 )
 from leaselog.reading.formats.console import TIME_OF_DAY, is_noise
+from leaselog.reading.formats.klog import MONTH_DAY
 
 __all__ = [
     "BOM",
     "CONTINUATION_RE",
     "DETECTION_ORDER",
     "FORMATS",
+    "MONTH_DAY",
     "TIME_OF_DAY",
     "Format",
     "Malformed",
@@ -105,6 +108,29 @@ FORMATS: dict[str, Format] = {
             "time); time prefix -> wrapper.time (time fallback); "
             "`--prefix` [pod/NAME/CONTAINER] -> kubernetes.pod_name",
             shape_error=containers.kubectl_shape,
+        ),
+        Format(
+            "celery",
+            "Celery worker lines: `[TIME: LEVEL/ProcessName] message` (worker_log_format, "
+            "worker_task_log_format)",
+            celery.parse_celery,
+            celery.sniff_celery,
+            False,
+            maps="asctime (local, no zone) -> time; processName (MainProcess, ForkPoolWorker-N) -> thread; "
+            "a task logger's `name[id]: ` -> celery.task_name, celery.task_id; pod from the file name",
+            shape_error=celery.celery_shape,
+        ),
+        Format(
+            "klog",
+            "Kubernetes klog text: `Lmmdd hh:mm:ss.uuuuuu PID file:line] msg`, printf or structured "
+            '(`"msg" key="value"`)',
+            klog.parse_klog,
+            klog.sniff_klog,
+            False,
+            maps="month, day and time (no year: the year of the file's date) -> time; severity -> level; "
+            "PID -> klog.pid (not a thread); file:line -> caller; a structured line's quoted message -> "
+            "message and its key=value pairs -> fields; pod from the file name",
+            shape_error=klog.klog_shape,
         ),
         Format(
             "otlp",
@@ -207,6 +233,8 @@ DETECTION_ORDER: list[str] = [
     "cri",
     "spring-console",
     "kubectl",
+    "celery",
+    "klog",
     "otlp",
     "fluentbit",
     "docker",

@@ -157,14 +157,32 @@ def pod_from_path(path: str) -> str:
     return name.split(".")[0]
 
 
-_CONTINUATION_STARTS = (b"Caused by:", b"Suppressed:", b"...", b"at ", b"Exception", b"java.")
+_CONTINUATION_STARTS = (
+    b"Caused by:",
+    b"Suppressed:",
+    b"...",
+    b"at ",
+    b"Exception",
+    b"java.",
+    # a Python traceback (Celery logs one under each failed task)
+    b"Traceback (most recent call last):",
+    b"During handling of the above exception",
+    b"The above exception was the direct cause",
+)
 # a stack trace's first line: `org.example.SomeException: message` (a qualified class name that ends
 # in Exception/Error/Throwable)
-_EXCEPTION_LINE = re.compile(rb"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\Z)")
+_EXCEPTION_LINE = re.compile(
+    rb"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\Z)"
+    # a Python traceback's last line: `package.module.ExceptionClass: message` (lower-case modules)
+    rb"|(?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*: "
+)
 # the same test as a regex over a line (Rust syntax), for the reader's columnar path
 CONTINUATION_RE = (
     r"^(?:[ \t]|Caused by:|Suppressed:|\.\.\.|at |Exception|java\.|"
-    r"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$))"
+    r"Traceback \(most recent call last\):|During handling of the above exception|"
+    r"The above exception was the direct cause|"
+    r"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$)|"
+    r"(?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*: )"
 )
 
 

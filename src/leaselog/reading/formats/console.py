@@ -60,7 +60,8 @@ _UNESCAPE = re.compile(r"\\(.)")
 TIME_OF_DAY = "console.time_of_day"
 
 
-def _pairs(text: str, rec: Record) -> None:
+def key_value_pairs(text: str, rec: Record) -> None:
+    """`key=value` pairs (quoted values unescaped) in `text` into `rec`, last wins."""
     for m in _PAIR.finditer(text):
         key, val = m.group(1), m.group(2)
         if len(val) >= 2 and val.startswith('"') and val.endswith('"'):
@@ -93,9 +94,9 @@ def console_record(text: str) -> Record | None:
         elif brackets:
             rec["thread"] = brackets[0]
         if m.group("mdc"):
-            _pairs(m.group("mdc"), rec)
-        _pairs(m.group("brackets"), rec)
-        _pairs(m.group("msg"), rec)
+            key_value_pairs(m.group("mdc"), rec)
+        key_value_pairs(m.group("brackets"), rec)
+        key_value_pairs(m.group("msg"), rec)
         return rec
     m = _LOGBACK.match(text)
     if m is None:
@@ -111,8 +112,8 @@ def console_record(text: str) -> Record | None:
         rec["@timestamp"] = f"{m.group('date')}T{tod}"
     else:
         rec[TIME_OF_DAY] = tod
-    _pairs(m.group("thread"), rec)
-    _pairs(m.group("msg"), rec)
+    key_value_pairs(m.group("thread"), rec)
+    key_value_pairs(m.group("msg"), rec)
     return rec
 
 

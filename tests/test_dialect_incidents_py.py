@@ -1,0 +1,118 @@
+"""The Kubernetes leader-election and python-redis-lock-in-Celery incidents in sample_logs/dialects/, read
+with no mapping file, give their findings with the right figures; clean runs and denials at every tick
+give nothing at warning or error.
+
+python-redis-lock-celery is a lab run of the real python-redis-lock 4.0.0 on a real Redis (pod A paused
+3.3 s past its 2 s lease; pod B's task took the lock; pod C's task polled without blocking and gave up),
+with task ids and paths substituted; its truth: overlap 676.7 ms, zombie 2067.4 ms. The leader-election
+sample is written from client-go's sources (no Go here): a leader frozen from 10:00:20.4 to 10:00:41.3
+that reconciles again before it notices the other replica took the lease.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import leaselog
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs" / "dialects"
+K8S = SAMPLES / "k8s-leader-election"
+CELERY = SAMPLES / "python-redis-lock-celery"
+
+
+def _by_kind(a: leaselog.Analysis) -> dict[str, list[leaselog.Finding]]:
+    out: dict[str, list[leaselog.Finding]] = {}
+    for f in a.finding_list:
+        out.setdefault(f.kind, []).append(f)
+    return out
+
+
+def _alarms(a: leaselog.Analysis) -> list[leaselog.Finding]:
+    return [f for f in a.finding_list if f.severity in ("warning", "error") and f.kind != "lease_settings"]
+
+
+def test_frozen_leader_keeps_acting_after_another_replica_took_the_lease() -> None:
+    a = leaselog.analyze(str(K8S), lease_ttl="15s")
+    assert a.line_totals()["malformed"] == 0
+    got = _by_kind(a)
+    (overlap,) = got["overlapping_executions"]
+    # the other replica acquired at 10:00:37.520118; the frozen leader lost leadership at 10:00:43.316871
+    assert overlap.duration_ms == 5796.753
+    (outlived,) = got["lease_outlived"]
+    # its last renewal (-v=5) at 10:00:20.190852 + the 15 s LeaseDuration = 10:00:35.190852
+    assert outlived.duration_ms == 8126.019 and "report-controller-7d9f8b6c4-x2k9p" in outlived.pods
+    assert got["renewal_failed"]
+    (second,) = got["second_attempt"]
+    assert second.trigger == "poll"  # client-go retries the lock every RetryPeriod
+
+
+def test_leader_election_at_default_verbosity_claims_no_zombie_without_a_lease_length(tmp_path: Path) -> None:
+    # below -v=5 client-go logs no renewal: without --lease-ttl nothing says how long the lease stayed valid
+    for f in K8S.iterdir():
+        kept = [ln for ln in f.read_text().splitlines() if "renewed lease" not in ln]
+        (tmp_path / f.name).write_text("\n".join(kept) + "\n")
+    a = leaselog.analyze(str(tmp_path))
+    kinds = {f.kind for f in a.finding_list}
+    assert "renewal_failed" in kinds and "second_attempt" in kinds
+    assert "lease_outlived" not in kinds
+
+
+def test_a_leader_that_keeps_renewing_is_quiet(tmp_path: Path) -> None:
+    name = "report-controller-5c7b9d8f6-q4m2t.log"
+    (tmp_path / name).write_text((K8S / name).read_text())
+    a = leaselog.analyze(str(tmp_path), lease_ttl="15s")
+    assert a.events.height > 0 and not _alarms(a)
+
+
+def test_python_redis_lock_in_celery_paused_worker() -> None:
+    a = leaselog.analyze(str(CELERY))
+    assert a.line_totals()["malformed"] == 0  # Celery's traceback lines are continuations
+    got = _by_kind(a)
+    a_task = "6f1d2c3a-8b4e-4f0a-9c1d-2e3f4a5b6c7d"
+    b_task = "0b9e8d7c-6a5f-4e3d-8c2b-1a0f9e8d7c6b"
+    (overlap,) = got["overlapping_executions"]
+    assert overlap.duration_ms == 682.0 and set(overlap.execution_ids) == {a_task, b_task}
+    (outlived,) = got["lease_outlived"]
+    # the lease (2 s) from the refresh interval the renewal thread announced (1.333 s = 2/3 of expire)
+    assert outlived.duration_ms == 2068.0 and outlived.execution_ids[0] == a_task
+    (stale,) = got["stale_release"]
+    assert stale.execution_ids == (a_task,)  # NotAcquired at release, as Celery logged it
+    (second,) = got["second_attempt"]
+    assert second.trigger == "duplicate_publish" and second.execution_ids[-1] == b_task
+    assert {f.kind for f in _alarms(a)} == {
+        "overlapping_executions",
+        "lease_outlived",
+        "stale_release",
+        "second_attempt",
+    }
+
+
+def test_denials_at_every_tick_and_a_clean_task_are_quiet(tmp_path: Path) -> None:
+    for name in ("worker-b.log", "worker-c.log"):  # B's clean task; C's polls, all turned away
+        (tmp_path / name).write_text((CELERY / name).read_text())
+    a = leaselog.analyze(str(tmp_path))
+    assert a.events.height > 0 and not _alarms(a)
+
+
+def test_a_redelivered_task_is_a_second_execution_of_the_same_id(tmp_path: Path) -> None:
+    tid = "3f1c2a9e-5b7d-4c1e-9a52-1d0e6b2f8c41"
+    head = "[2026-12-01 10:00:{:02d},{:03d}: {}/{}] "
+    lines = [
+        head.format(0, 1, "INFO", "MainProcess") + f"Task reports.render[{tid}] received",
+        head.format(0, 5, "INFO", "ForkPoolWorker-1") + "Acquired Lock('lock:report-42').",
+        # the pool process died here (no task end); the broker redelivered the same task to another pod
+    ]
+    (tmp_path / "worker-a.log").write_text("\n".join(lines) + "\n")
+    redelivered = [
+        head.format(9, 1, "INFO", "MainProcess") + f"Task reports.render[{tid}] received",
+        head.format(9, 5, "INFO", "ForkPoolWorker-1") + "Acquired Lock('lock:report-42').",
+        head.format(9, 900, "INFO", "ForkPoolWorker-1") + "Releasing Lock('lock:report-42').",
+        head.format(9, 901, "INFO", "ForkPoolWorker-1")
+        + f"Task reports.render[{tid}] succeeded in 0.9s: None",
+    ]
+    (tmp_path / "worker-b.log").write_text("\n".join(redelivered) + "\n")
+    a = leaselog.analyze(str(tmp_path), lease_ttl="5s")
+    assert set(a.executions["job_id"].to_list()) == {"report-42"}
+    assert a.executions.height == 2
+    (second,) = _by_kind(a)["second_attempt"]
+    assert second.trigger == "redelivery"
