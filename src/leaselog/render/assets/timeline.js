@@ -91,7 +91,8 @@ var leaselogTimeline = (function () {
     if (!this.wall) { return "seconds on the log-order timeline"; }
     return this.dated || day === null || day === undefined ? "UTC" : "UTC, " + stamp(day).date;
   };
-  function half(us) { return Math.round(us); }  // timedelta arithmetic rounds to a microsecond
+  // timedelta arithmetic rounds to a microsecond, a tie to even
+  function half(us) { return Math.abs(us % 1) === 0.5 ? 2 * Math.round(us / 2) : Math.round(us); }
 
   function label(x, y, text, o) {  // plotting.label
     o = o || {};
