@@ -17,6 +17,7 @@ import polars.selectors as cs
 
 from leaselog.config import Settings, compile_rule
 from leaselog.dialect_rows import settle_lease_ends
+from leaselog.elapsed_clock import undo_clock_steps
 from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
@@ -55,6 +56,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "event": pl.String(),
     "raw_event": pl.String(),
     "elapsed_ms": pl.Float64(),
+    # ms taken off the logged time: a clock step inside the execution, undone by its elapsedMs
+    "clock_step_ms": pl.Float64(),
     "lease_ms": pl.Int64(),
     "fencing_token": pl.Int64(),
     "owner": pl.String(),
@@ -82,7 +85,11 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 # Columns the reader fills with raw strings (everything but what build_events derives).
 RAW_COLUMNS: tuple[str, ...] = (
     "ts",
-    *(c for c in EVENT_SCHEMA if c not in ("t", "clock", "seq", "identity", "file", "line", "fields")),
+    *(
+        c
+        for c in EVENT_SCHEMA
+        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "file", "line", "fields")
+    ),
     "file",
     "line",
     "fields",
@@ -328,6 +335,9 @@ def build_events(
                 "event": pl.Series("event", names, dtype=pl.String),
             }
         )
+    # only `df` holds the raw columns from here: each one a typed column replaces is freed as it goes,
+    # when the caller handed its last reference over (`pipeline.read_source`)
+    del raw
     tz = settings.timezone
     # the reader hands its rows over in file and line order, almost always: then sorting the wide
     # frame (seconds at a million events) is skipped
@@ -379,6 +389,9 @@ def build_events(
         .otherwise(pl.col("renewal_outcome"))
         .alias("renewal_outcome")
     )
+    # a wall clock that stepped inside an execution is read with the step undone (its own elapsedMs shows
+    # it): the lines after a step back are then no end before their start, and durations hold
+    df = undo_clock_steps(df, settings.clock_jitter_ms)
     # A timestamp that is present but unreadable makes its line malformed; so does a missing one in a file
     # with wall-clock times (the event cannot be placed).
     file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")
@@ -412,7 +425,8 @@ def build_events(
         .group_by("file", maintain_order=True)
         .agg(pl.len(), pl.col("ts").first())
     )
-    totals = dict(df.group_by("file").len().iter_rows())
+    # (counted only when needed: a group-by on the file names of a million events holds ~0.4 GB)
+    totals = dict(df.group_by("file").len().iter_rows()) if unreadable.height else {}
     for f, n_bad, example in unreadable.iter_rows():
         if n_bad == totals.get(f):
             notes.append(

@@ -77,14 +77,16 @@ def read_source(
     read = Reader(mapper, forced_format=settings.format, progress=progress, keep_fields=keep_fields).read(
         list(sources)
     )
-    inputs, malformed_rows, raw = read.inputs, list(read.malformed), read.raw
+    inputs, malformed_rows, raws = read.inputs, list(read.malformed), [read.raw]
     # the raw string columns are as large as the typed events made from them: hold only one of the two
+    # (the call takes the only reference, so build_events frees each raw column it replaces)
     del read
-    built = build_events(raw, None, settings)
-    del raw
+    built = build_events(raws.pop(), None, settings)
     if built.rejected.height:
         account_rejected(built.rejected, built.events, inputs, malformed_rows)
-    events = compact(built.events)
+    columns = built.events.get_columns()
+    built.events = pl.DataFrame()  # (compact frees each chunked column once it has copied it)
+    events = compact(columns)
     if seq_base:
         events = events.with_columns(pl.col("seq") + seq_base)
     return SourceRead(events, inputs, malformed_rows, list(built.notes), dict(built.local_time_files))
@@ -272,7 +274,8 @@ def settings_of(
     """The Settings `analyze` runs with: `settings`, then `config` (a leaselog.toml), then the options."""
     from leaselog.config import load_config_file
 
-    opts = dict(options or {})
+    # a friendly name without a keyword of its own (`clock_jitter="150ms"`) is its Settings field
+    opts = {FRIENDLY_OPTIONS.get(k, k): v for k, v in (options or {}).items()}
     unknown = sorted(set(opts) - set(Settings.model_fields))
     if unknown:
         known = sorted([*FRIENDLY_OPTIONS, *Settings.model_fields])

@@ -28,7 +28,7 @@ from types import ModuleType
 
 import polars as pl
 
-from leaselog.checks.contract import Check, CheckContext, as_findings, detected
+from leaselog.checks.contract import Check, CheckContext, as_findings
 from leaselog.findings import empty_findings, gc_paused
 
 
@@ -53,8 +53,11 @@ BY_CODE: dict[str, Check] = {c.code: c for c in REGISTRY}
 
 
 def findings_of(check: Check, ctx: CheckContext) -> pl.DataFrame:
-    """One check's findings (`leaselog.findings.FINDING_SCHEMA`), not yet finalised."""
-    return as_findings(check, detected(ctx, check), ctx)
+    """One check's findings (`leaselog.findings.FINDING_SCHEMA`), not yet finalised.
+
+    The detected rows (wide: every figure the message is phrased from) are dropped as soon as they are
+    findings; what several checks read is shared through `contract.derived` instead."""
+    return as_findings(check, check.detect(ctx), ctx)
 
 
 def run_checks(ctx: CheckContext, checks: tuple[Check, ...] = REGISTRY) -> pl.DataFrame:

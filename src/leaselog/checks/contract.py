@@ -53,7 +53,7 @@ class CheckContext:
     # the whole input's facts (`leaselog.fleet`) when these frames are one part of it; None: these frames
     # are the whole input, and the facts are computed from them (`fleet_of`)
     fleet: FleetContext | None = None
-    # frames several checks derive the same way (e.g. `completions`, another check's detected rows),
+    # frames several checks derive the same way (e.g. `completions`, LL102's zombies),
     # derived once per analysis
     derived: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
 
@@ -100,12 +100,6 @@ def derived(ctx: CheckContext, name: str, make: Callable[[], pl.DataFrame]) -> p
     if name not in ctx.derived:
         ctx.derived[name] = make()
     return ctx.derived[name]
-
-
-def detected(ctx: CheckContext, check: Check) -> pl.DataFrame:
-    """`check.detect(ctx)`, computed once per analysis: what another check reads of it (LL701 reads the
-    zombies of LL102 and the stop delays of LL204)."""
-    return derived(ctx, f"detected:{check.code}", lambda: check.detect(ctx))
 
 
 def as_findings(check: Check, rows: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:

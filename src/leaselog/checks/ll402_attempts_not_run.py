@@ -30,8 +30,10 @@ MAX_EVIDENCE = (
 
 def not_run(executions: pl.DataFrame) -> pl.DataFrame:
     """One row per attempt that never ran, with its moment and the execution holding the lock then."""
+    # (lazy, as below: the filter then copies only the selected columns of the wide executions frame)
     x = (
-        executions.filter(pl.col("end_kind").is_in(NEVER_RAN))
+        executions.lazy()
+        .filter(pl.col("end_kind").is_in(NEVER_RAN))
         .select(
             "job_id",
             "timeline",
@@ -52,15 +54,21 @@ def not_run(executions: pl.DataFrame) -> pl.DataFrame:
             .alias("at_file"),
         )
         .with_row_index("_row")
+        .collect()
     )
     if x.height == 0:
         return x.with_columns(pl.lit(None, dtype=pl.String).alias("holder"))
-    holders = executions.filter(pl.col("acquired_at").is_not_null()).select(
-        "job_id",
-        "timeline",
-        pl.col("execution_id").alias("holder"),
-        pl.col("acquired_at").alias("h_from"),
-        pl.coalesce("valid_until", "end").alias("h_to"),
+    holders = (
+        executions.lazy()
+        .filter(pl.col("acquired_at").is_not_null())
+        .select(
+            "job_id",
+            "timeline",
+            pl.col("execution_id").alias("holder"),
+            pl.col("acquired_at").alias("h_from"),
+            pl.coalesce("valid_until", "end").alias("h_to"),
+        )
+        .collect()
     )
     held = (
         x.select("_row", "job_id", "timeline", "at")

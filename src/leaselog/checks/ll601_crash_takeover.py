@@ -53,15 +53,21 @@ def crashes(ctx: CheckContext) -> pl.DataFrame:
         "acquired_file",
         "acquired_line",
     )
-    takers = ex.filter(pl.col("acquired_at").is_not_null()).select(
-        "job_id",
-        "timeline",
-        pl.col("execution_id").alias("taker"),
-        pl.col("pod").alias("taker_pod"),
-        pl.col("clock").alias("taker_clock"),
-        pl.col("acquired_at").alias("taker_at"),
-        pl.col("acquired_file").alias("taker_file"),
-        pl.col("acquired_line").alias("taker_line"),
+    # (lazy: the filter copies only these columns of the wide executions frame, not all of them)
+    takers = (
+        ex.lazy()
+        .filter(pl.col("acquired_at").is_not_null())
+        .select(
+            "job_id",
+            "timeline",
+            pl.col("execution_id").alias("taker"),
+            pl.col("pod").alias("taker_pod"),
+            pl.col("clock").alias("taker_clock"),
+            pl.col("acquired_at").alias("taker_at"),
+            pl.col("acquired_file").alias("taker_file"),
+            pl.col("acquired_line").alias("taker_line"),
+        )
+        .collect()
     )
     j = (
         crashed.join(takers, on=["job_id", "timeline"], how="left")

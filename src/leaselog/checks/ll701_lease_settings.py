@@ -67,9 +67,12 @@ def partial(ctx: CheckContext) -> Partial:
     zombie_keys = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events)).select(
         *EXEC_KEYS, pl.lit(True).alias("outlived")
     )
+    # (lazy: each use below reads only its own columns; filtering the wide executions frame first copied
+    # every one of its columns)
     ex = (
-        ctx.executions.filter(pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null())
-        .join(zombie_keys, on=EXEC_KEYS, how="left", maintain_order="left")
+        ctx.executions.lazy()
+        .filter(pl.col("ttl_ms").is_not_null() & pl.col("acquired_at").is_not_null())
+        .join(zombie_keys.lazy(), on=EXEC_KEYS, how="left", maintain_order="left")
         .with_columns(
             pl.col("outlived").fill_null(False),
             # a runtime is never negative in a figure (a finish logged before its start: lines out of order)
@@ -90,9 +93,9 @@ def partial(ctx: CheckContext) -> Partial:
         pl.coalesce("ended_line", "last_line").alias("end_line"),
         "acquired_file",
         "acquired_line",
-    )
+    ).collect()
     renewals = (
-        ctx.renewals.join(ex.select(*EXEC_KEYS, *_KEYS), on=EXEC_KEYS, how="inner")
+        ctx.renewals.join(ex.select(*EXEC_KEYS, *_KEYS).collect(), on=EXEC_KEYS, how="inner")
         .select(
             *_KEYS, "seq", "execution_id", "latency_ms", "gap_ms", "renewal_outcome", "late", "file", "line"
         )

@@ -186,7 +186,7 @@ class LiveState:
             rank = {i: n for n, i in enumerate(sorted(keys, key=lambda i: keys[i]))}
             raw = raw.with_columns(pl.col("file_index").replace_strict(rank, return_dtype=pl.Int64))
         built = build_events(raw, None, self.settings)
-        events = identify_executions(compact(built.events))[0]
+        events = identify_executions(compact(built.events.get_columns()))[0]
         executions, leases, renewals = reconstruct(events, self.settings)
         ctx = CheckContext(
             events=events, executions=executions, leases=leases, renewals=renewals, settings=self.settings
