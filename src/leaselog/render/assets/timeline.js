@@ -91,8 +91,11 @@ var leaselogTimeline = (function () {
     if (!this.wall) { return "seconds on the log-order timeline"; }
     return this.dated || day === null || day === undefined ? "UTC" : "UTC, " + stamp(day).date;
   };
-  // timedelta arithmetic rounds to a microsecond, a tie to even
-  function half(us) { return Math.abs(us % 1) === 0.5 ? 2 * Math.round(us / 2) : Math.round(us); }
+  // timedelta arithmetic rounds to a microsecond, half to even (Python's round), not half up
+  function half(us) {
+    var r = Math.round(us);
+    return (Math.abs(us % 1) === 0.5 && r % 2 !== 0) ? r - 1 : r;
+  }
 
   function label(x, y, text, o) {  // plotting.label
     o = o || {};
