@@ -87,7 +87,8 @@ var leaselogFindings = (function () {
           rows += gs[at].hi - gs[at].lo;
           at += 1;
         }
-        if (html.length) { box.insertAdjacentHTML("beforeend", html.join("")); }
+        // a chunk is one box the browser can skip whole while it is off screen (one box, not a thousand)
+        if (html.length) { box.insertAdjacentHTML("beforeend", '<div class="chunk">' + html.join("") + "</div>"); }
         if (at < gs.length) { setTimeout(next, 0); return; }
         list.appendChild(box);
         step(0, c.kind.length);
