@@ -88,7 +88,18 @@ def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
     if not inferred.any() and not reused.height:
         return events, none
     frame = events.select(
-        "job_id", "execution_id", "pod", "thread", "event", "t", "seq", "owner", "fencing_token", "identity"
+        "job_id",
+        "execution_id",
+        "pod",
+        "thread",
+        "event",
+        "t",
+        "seq",
+        "file",
+        "line",
+        "owner",
+        "fencing_token",
+        "identity",
     ).with_row_index("_row")
     parts: list[pl.DataFrame] = []
     remarks = none
@@ -130,6 +141,11 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
         filled = pl.when(ks & state.is_null()).then(pl.lit(0, pl.Int8)).otherwise(state).forward_fill()
         return pl.when(ks).then(pl.lit(0, pl.Int8)).otherwise(filled.shift(1))
 
+    def before_struct(value: pl.Expr) -> pl.Expr:
+        # the last non-null `value` before each row on its key (null at a key's first row)
+        filled = pl.when(ks).then(value).otherwise(value.forward_fill())
+        return pl.when(ks).then(None).otherwise(filled.shift(1))
+
     f = f.with_columns(own.alias("_own")).with_columns(before(pl.col("_own")).alias("_prev"))
     # a denial after a trigger is an attempt waiting for the lock: its acquisition is the same attempt
     f = f.with_columns(
@@ -152,10 +168,16 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
         # denial (the attempt the lock turned away is over; a waiting one logs no new trigger) or while
         # it runs (a pod restarted after a crash, its scheduler firing again under the same id); a denial
         # while it runs (the lock never turns its own holder away: another attempt under the same id)
-        cut = (
-            (ev.is_in(_BEGINS) & (prev == _END))
-            | ((ev == "job_triggered") & prev.is_in([_ACQUIRE, _START, _DENY, _DENY_WAITING]))
-            | ((ev == "lock_denied") & prev.is_in([_ACQUIRE, _START]))
+        # (those two also after the line before them in its file's order: a clock stepped back between
+        # two lines of one attempt never cuts it)
+        at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line")))
+        later = (pl.col("file") != at.struct.field("file")) | (pl.col("line") > at.struct.field("line"))
+        cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
+            later.fill_null(True)
+            & (
+                ((ev == "job_triggered") & prev.is_in([_DENY, _DENY_WAITING, _ACQUIRE, _START]))
+                | ((ev == "lock_denied") & prev.is_in([_ACQUIRE, _START]))
+            )
         )
     if "_orphan" in f.columns:
         cut = cut & ~pl.col("_orphan")
@@ -254,7 +276,9 @@ def _runs(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The runs of each `base` key (job and pod, or job and id) and thread: (`_row`, `_seg`) for every
     row, and one row per run (`_segments`), numbered `_n` in time order per base key."""
-    cols = dict.fromkeys(["_row", *base, "pod", "thread", "event", "t", "seq", "owner", "fencing_token"])
+    cols = dict.fromkeys(
+        ["_row", *base, "pod", "thread", "event", "t", "seq", "file", "line", "owner", "fencing_token"]
+    )
     f = frame.select(list(cols))
     keys = [*base, "thread"]
     # a thread that logs no begin of its job works for another thread's run (a renewer, a watchdog)
