@@ -25,6 +25,7 @@ from leaselog.reproduce.campaign import differential, score_run, write_shape
 from leaselog.reproduce.identity import translate, true_names
 from leaselog.reproduce.lab import play
 from leaselog.reproduce.plan import Plan, PodPlan
+from leaselog.reproduce.rows import without_ids, without_threads
 from leaselog.reproduce.server import throwaway_redis
 
 # -- renderings without ids -------------------------------------------------------------------------
@@ -73,7 +74,7 @@ THREADS_LOGGED: dict[str, set[str | None]] = {
 
 
 def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: Path) -> None:
-    rows = shapes.without_ids(ROWS)
+    rows = without_ids(ROWS)
     assert all("executionId" not in r for r in rows["pod-a"])
     assert set(shapes.NO_THREAD) == {n for n, t in THREADS_LOGGED.items() if t == {None}}
     for name in shapes.SHAPES:
@@ -93,7 +94,7 @@ def test_every_shape_renders_without_ids_and_with_the_worker_threads(tmp_path: P
 def test_a_newest_first_export_without_ids_keeps_each_run_whole(tmp_path: Path) -> None:
     """A Loki export lists the lines of one millisecond newest first too (job_started before its
     lock_acquired): read back in time order, the run stays one."""
-    rows = shapes.without_ids(
+    rows = without_ids(
         {
             "pod-a": [
                 _row("00.100", "consumer-1", "1", "job_triggered", trigger="stream"),
@@ -121,13 +122,13 @@ def test_an_id_turned_away_on_another_thread_is_an_attempt_of_its_own(tmp_path: 
             _row("00.801", "scheduling-1", "task-7", "lock_released", released=True),
         ]
     }
-    for rendering in (rows, shapes.without_ids(rows)):
+    for rendering in (rows, without_ids(rows)):
         a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
         assert a.executions.height == 2
 
 
 def test_a_helper_thread_renews_the_run_that_holds_the_lease(tmp_path: Path) -> None:
-    rows = shapes.without_ids(
+    rows = without_ids(
         {
             "pod-a": [
                 _row("02.663", "scheduling-1", "a", "job_triggered", trigger="scheduler"),
@@ -166,7 +167,7 @@ def test_a_restarted_pod_reusing_the_killed_attempts_id_is_a_new_execution(tmp_p
             _row("02.401", "scheduling-1", "task-7", "lock_released", released=True),
         ]
     }
-    for rendering in (rows, shapes.without_ids(rows)):
+    for rendering in (rows, without_ids(rows)):
         a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
         assert a.executions.height == 2
         assert "crash_takeover" in {f.kind for f in a.finding_list}
@@ -175,7 +176,7 @@ def test_a_restarted_pod_reusing_the_killed_attempts_id_is_a_new_execution(tmp_p
 def test_an_id_turned_away_while_its_run_goes_on_is_an_attempt_of_its_own_without_a_thread(
     tmp_path: Path,
 ) -> None:
-    rows = shapes.without_threads(
+    rows = without_threads(
         {
             "pod-a": [
                 _row("00.102", "scheduling-1", "task-7", "lock_acquired", leaseMs=1000),
@@ -185,7 +186,7 @@ def test_an_id_turned_away_while_its_run_goes_on_is_an_attempt_of_its_own_withou
             ]
         }
     )
-    for rendering in (shapes.without_ids(rows), rows):
+    for rendering in (without_ids(rows), rows):
         a = leaselog.analyze(write_shape(rendering, "flat", tmp_path / str(id(rendering))), keep_fields=False)
         assert a.executions.height == 2
 
@@ -305,12 +306,6 @@ PLANS = {
         fault_at_ms=3500,
     ),
 }
-RESTART_WITH_STEPS = pytest.mark.xfail(
-    strict=False,
-    reason="since clock steps are undone by elapsedMs (elapsed_clock.py), the restarted pod's run under the "
-    "crashed run's id is no longer taken apart from it in this real run (crash_takeover missed); the same "
-    "lines without Redis (test_a_restarted_pod_reusing_the_killed_attempts_id_is_a_new_execution) pass",
-)
 EXPECTED = {
     "scheduled": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
     "threads": {"overlapping_executions", "lease_outlived", "stale_release", "second_attempt"},
@@ -356,7 +351,7 @@ def _bad(rs: Any) -> list[str]:
         "same_pod",
         "same_pod_reused",
         "scheduled_reused",
-        pytest.param("scheduled_restart", marks=RESTART_WITH_STEPS),
+        "scheduled_restart",
     ],
 )
 def test_with_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path: Path) -> None:
@@ -386,7 +381,7 @@ def test_without_ids_the_findings_match_the_truth(runs: Any, name: str, tmp_path
         "same_pod",
         "same_pod_reused",
         "scheduled_reused",
-        pytest.param("scheduled_restart", marks=RESTART_WITH_STEPS),
+        "scheduled_restart",
     ],
 )
 def test_without_ids_the_findings_are_those_with_ids(runs: Any, name: str) -> None:

@@ -34,6 +34,7 @@ from leaselog.reproduce import shapes
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
 from leaselog.reproduce.plan import Plan, plan_from_dict
+from leaselog.reproduce.rows import without_ids, without_threads
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
 
@@ -78,7 +79,7 @@ def analyze(paths: Sequence[Path]) -> tuple[dict[str, Any], pl.DataFrame]:
 
 def rows_for(folder: Path, ids: bool) -> dict[str, list[dict[str, Any]]]:
     rows = flat_rows(folder)
-    return rows if ids else shapes.without_ids(rows)
+    return rows if ids else without_ids(rows)
 
 
 def judged(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
@@ -157,7 +158,7 @@ def differential(
     out: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="leaselog-diff-") as tmp:
         threadless = Path(tmp) / "flat-without-threads"
-        write_shape(shapes.without_threads(rows_for(folder, True)), "flat", threadless)
+        write_shape(without_threads(rows_for(folder, True)), "flat", threadless)
         ref_no_thread = _reference(sorted(threadless.glob("pod-*.jsonl")), truth)
         for with_ids in ids:
             rows = rows_for(folder, with_ids)
@@ -165,7 +166,7 @@ def differential(
                 if (name == "flat" and with_ids) or (name in ONE_HOST_SHAPES and len(truth["moments"]) < 2):
                     continue
                 reused = truth["plan"].get("id_style") == "reused"
-                if (not with_ids or reused) and name in shapes.THREADLESS and interleaved(truth):
+                if (not with_ids or reused) and name in shapes.NO_THREAD and interleaved(truth):
                     continue  # no (distinct) id, no thread, two runs of one pod at once: nothing tells them apart
                 label = name if with_ids else f"{name}{NO_IDS}"
                 paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"))

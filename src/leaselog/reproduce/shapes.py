@@ -1,30 +1,23 @@
-"""Flat log rows re-logged in every shape leaselog reads.
-
-A pod's flat rows (the article's shape: `ts`, `pod`, `level`, `logger`, `message` and the lease fields) go in,
-that shape's lines come out, written the way its producer writes them (docs/FORMATS.md): field names, nesting,
-time precision and zone, typed values, wrappers. `render(name, pods)` gives file name -> content.
-
-Adding a shape is one function: decorate a row encoder `(row, pod, job) -> lines` with `@row_shape(...)`,
-or a whole-fleet renderer `(pods, job) -> {file name: lines}` with `@fleet_shape(...)`.
-
-`job` (when given) replaces every row's jobId, so that samples of different shapes never share a job;
-None keeps the rows' own.
+"""Flat log rows re-logged in every shape leaselog reads, the way each producer writes them
+(docs/FORMATS.md): field names, nesting, time precision and zone, typed values, wrappers. `render(name,
+pods)` gives file name -> content. A shape is one function: a row encoder `(row, pod, job) -> lines` under
+`@row_shape(...)`, or a whole-fleet renderer `(pods, job) -> {file: lines}` under `@fleet_shape(...)`.
+`job` (when given) replaces every row's jobId (samples of different shapes never share a job).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-Row = dict[str, Any]
-Pods = Mapping[str, list[Row]]
+from leaselog.reproduce.rows import Pods, Row
+
 META = ("ts", "pod", "thread", "level", "logger", "message")
 THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
 NO_THREAD = ("klog",)  # shapes whose lines name no thread (and no process standing for one)
-THREADLESS = NO_THREAD
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
@@ -93,17 +86,6 @@ def iso(t: datetime, digits: int = 3, tz: timezone = UTC) -> str:
 def thread(row: Row, default: str = THREAD) -> str:
     """The thread that logged the row (the worker's own name for it), or the layout's usual one."""
     return str(row.get("thread") or default)
-
-
-def without_ids(pods: Pods) -> dict[str, list[Row]]:
-    """The same rows as a worker that logs no execution id would write them."""
-    drop = ("executionId", "execution_id")
-    return {pod: [{k: v for k, v in r.items() if k not in drop} for r in rows] for pod, rows in pods.items()}
-
-
-def without_threads(pods: Pods) -> dict[str, list[Row]]:
-    """The same rows as a layout that logs no thread (NO_THREAD) carries them."""
-    return {pod: [{k: v for k, v in r.items() if k != "thread"} for r in rows] for pod, rows in pods.items()}
 
 
 def kv(row: Row, job: str | None) -> Row:
