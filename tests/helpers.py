@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,12 +44,25 @@ def local_s3() -> Iterator[str]:
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    deadline = time.monotonic() + 10
+    while True:  # listening before anyone connects
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
     url = f"http://127.0.0.1:{port}"
     env = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ENDPOINT_URL": url,
+        # the local server can refuse a connection while it is busy (seen right after uploads, at load ~6):
+        # botocore's standard mode retries connection errors, as a client of a real store would
+        "AWS_RETRY_MODE": "standard",
+        "AWS_MAX_ATTEMPTS": "10",
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

@@ -102,6 +102,8 @@ def _spark_type(dtype: pl.DataType) -> Any:
         return T.StringType()
     if dtype == pl.Int64:
         return T.LongType()
+    if dtype == pl.Int8:
+        return T.ByteType()
     if dtype == pl.Float64:
         return T.DoubleType()
     if dtype == pl.Boolean:
@@ -123,7 +125,13 @@ def _event_schema(with_meta: bool) -> Any:
 def _arrow_schema(with_meta: bool) -> pa.Schema:
     import pyarrow as pa
 
-    types = {pl.String: pa.string(), pl.Int64: pa.int64(), pl.Float64: pa.float64(), pl.Boolean: pa.bool_()}
+    types = {
+        pl.String: pa.string(),
+        pl.Int64: pa.int64(),
+        pl.Int8: pa.int8(),
+        pl.Float64: pa.float64(),
+        pl.Boolean: pa.bool_(),
+    }
     fields = [
         pa.field(c, pa.timestamp("us", tz="UTC") if isinstance(dt, pl.Datetime) else types[dt.base_type()])
         for c, dt in EVENT_SCHEMA.items()
