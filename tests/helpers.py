@@ -66,6 +66,7 @@ def local_s3() -> Iterator[str]:
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    _forget_s3_clients()
     try:
         yield url
     finally:
@@ -75,3 +76,14 @@ def local_s3() -> Iterator[str]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+        _forget_s3_clients()
+
+
+def _forget_s3_clients() -> None:
+    """fsspec keeps one S3 filesystem per set of arguments, and the endpoint comes from the environment:
+    a filesystem made for another (since stopped) local server would be handed out again."""
+    try:
+        import s3fs
+    except ImportError:
+        return
+    s3fs.S3FileSystem.clear_instance_cache()
