@@ -119,6 +119,14 @@ def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
 # -- the lifecycle, vectorised --------------------------------------------------------------------------
 
 
+def _key_start(keys: list[str]) -> pl.Expr:
+    """True on the first row of each key, in a frame sorted by the keys."""
+    start = pl.lit(False)
+    for k in keys:
+        start = start | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    return start
+
+
 def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFrame:
     """`frame` sorted by (keys, t, seq) with `_seg`: a run number, new at each begin the lifecycle says
     starts a run; `_unlogged`: that begin came while the run before it was still going on.
@@ -128,9 +136,7 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
     so the state machine is two forward fills, not a loop.
     """
     f = frame.sort([*keys, "t", "seq"])
-    key_start = pl.lit(False)
-    for k in keys:
-        key_start = key_start | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    key_start = _key_start(keys)
     f = f.with_columns(key_start.alias("_ks"))
     ks = pl.col("_ks")
     own = pl.col("event").replace_strict(_STATE_OF, default=None, return_dtype=pl.Int8)
@@ -300,9 +306,7 @@ def _runs(
 def _orphans(f: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """`_orphan`: a run's line after a denial with no acquisition or start since (on its key)."""
     f = f.sort([*keys, "t", "seq"])
-    ks = pl.lit(False)
-    for k in keys:
-        ks = ks | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    ks = _key_start(keys)
     ev = pl.col("event")
     last_begin = pl.when(ev.is_in(_BEGINS)).then(ev).when(ks).then(pl.lit("")).otherwise(None).forward_fill()
     return f.with_columns(((last_begin == "lock_denied") & ev.is_in(_RUN_EVENTS)).alias("_orphan"))
@@ -310,9 +314,7 @@ def _orphans(f: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
 def _adopt_orphans(runs: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Orphan lines join the last run of their key that acquired or started before them."""
-    ks = pl.lit(False)
-    for k in keys:
-        ks = ks | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    ks = _key_start(keys)
     ran = pl.col("event").is_in(["lock_acquired", "job_started"]) & ~pl.col("_orphan")
     last_run = (
         pl.when(ran).then(pl.col("_seg")).when(ks).then(pl.lit(-1, pl.Int64)).otherwise(None).forward_fill()
