@@ -141,6 +141,11 @@ class Settings(BaseModel):
     clock_offsets_ms: dict[str, float] = Field(
         default_factory=dict, description="per-pod clock offset: subtract from that pod's timestamps"
     )
+    clock_jitter_ms: DurationMs = Field(
+        100.0,
+        description="how far one pod's log may run backwards (or disagree with its elapsedMs) before it is a "
+        "clock step",
+    )
     stop_slo_ms: DurationMs = Field(5_000.0, description="a stop slower than this is stop_delayed")
     takeover_slo_ms: DurationMs = Field(60_000.0, description="takeover target after a crash")
     renewal_interval_ms: DurationMs | None = Field(None, description="configured renewal interval")
@@ -215,6 +220,7 @@ class ConfigError(ValueError):
 FRIENDLY_OPTIONS: dict[str, str] = {
     "lease_ttl": "lease_ttl_ms",
     "max_skew": "max_skew_ms",
+    "clock_jitter": "clock_jitter_ms",
     "stop_slo": "stop_slo_ms",
     "takeover_slo": "takeover_slo_ms",
     "renewal_interval": "renewal_interval_ms",

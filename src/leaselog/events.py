@@ -17,6 +17,7 @@ import polars.selectors as cs
 
 from leaselog.config import Settings, compile_rule
 from leaselog.dialect_rows import settle_lease_ends
+from leaselog.elapsed_clock import undo_clock_steps
 from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
@@ -55,6 +56,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "event": pl.String(),
     "raw_event": pl.String(),
     "elapsed_ms": pl.Float64(),
+    # ms taken off the logged time: a clock step inside the execution, undone by its elapsedMs
+    "clock_step_ms": pl.Float64(),
     "lease_ms": pl.Int64(),
     "fencing_token": pl.Int64(),
     "owner": pl.String(),
@@ -82,7 +85,11 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
 # Columns the reader fills with raw strings (everything but what build_events derives).
 RAW_COLUMNS: tuple[str, ...] = (
     "ts",
-    *(c for c in EVENT_SCHEMA if c not in ("t", "clock", "seq", "identity", "file", "line", "fields")),
+    *(
+        c
+        for c in EVENT_SCHEMA
+        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "file", "line", "fields")
+    ),
     "file",
     "line",
     "fields",
@@ -382,6 +389,9 @@ def build_events(
         .otherwise(pl.col("renewal_outcome"))
         .alias("renewal_outcome")
     )
+    # a wall clock that stepped inside an execution is read with the step undone (its own elapsedMs shows
+    # it): the lines after a step back are then no end before their start, and durations hold
+    df = undo_clock_steps(df, settings.clock_jitter_ms)
     # A timestamp that is present but unreadable makes its line malformed; so does a missing one in a file
     # with wall-clock times (the event cannot be placed).
     file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")

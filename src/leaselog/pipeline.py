@@ -274,7 +274,8 @@ def settings_of(
     """The Settings `analyze` runs with: `settings`, then `config` (a leaselog.toml), then the options."""
     from leaselog.config import load_config_file
 
-    opts = dict(options or {})
+    # a friendly name without a keyword of its own (`clock_jitter="150ms"`) is its Settings field
+    opts = {FRIENDLY_OPTIONS.get(k, k): v for k, v in (options or {}).items()}
     unknown = sorted(set(opts) - set(Settings.model_fields))
     if unknown:
         known = sorted([*FRIENDLY_OPTIONS, *Settings.model_fields])

@@ -79,6 +79,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("event", _S, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
         ("raw_event", _S, "the event name as logged, before alias mapping"),
         ("elapsed_ms", _F, "elapsedMs: a local monotonic duration, never a shared timeline"),
+        (
+            "clock_step_ms",
+            _F,
+            "ms taken off the logged time: its execution's wall clock stepped before this line, by as much "
+            "as its elapsedMs shows (null: none)",
+        ),
         ("lease_ms", _I, "leaseMs: the TTL granted (lock_acquired)"),
         ("fencing_token", _I, "fencing token of the lease (lock_acquired) or of a write (completion)"),
         ("owner", _S, "the owner value stored in the lock"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.causal import refuted_overlaps, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns, handover_skew_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import (
@@ -101,7 +102,14 @@ def _results() -> pl.Expr:
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    found = pairs(ctx.executions)
+    # a handoff the logs prove (one's release deleted the key after it had ended, the other acquired after
+    # that release: leaselog.checks.causal) is no overlap, whatever the clocks say
+    found = pairs(ctx.executions).join(
+        refuted_overlaps(ctx),
+        on=["job_id", "execution_id", "execution_id_b"],
+        how="anti",
+        maintain_order="left",
+    )
     # only the executions in a pair are looked up: their completions and their leases' confirm latency
     ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique().implode()
     comp = completions(ctx).filter(pl.col("execution_id").is_in(ids))
@@ -135,6 +143,11 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             pl.col("overlap_ms"), ("pod", "pod_b"), ("clock", "clock_b"), ctx.settings, pods_as_given=True
         ),
     )
+    # a clock step in either execution's log: the figure may be off by up to the step
+    found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
+    found = found.with_columns(
+        step_certainty(pl.col("overlap_ms"), ctx.settings.max_skew_ms).alias("certainty")
+    )
     bound = pl.when(
         pl.col("pod").is_not_null() & pl.col("pod_b").is_not_null() & (pl.col("pod") != pl.col("pod_b"))
     ).then(pl.col("handover_gap_ms") + pl.col("confirm_latency_ms").fill_null(0.0))
@@ -165,10 +178,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.format("{} last seen / ends", a_id),
             ),
         ).alias("evidence"),
-        skew_details(
-            bound,
-            leasesOverlapped=pl.col("leases_overlapped"),
-            openEnded=(pl.col("end_kind") == "open").fill_null(False),
+        with_step(
+            skew_details(
+                bound,
+                leasesOverlapped=pl.col("leases_overlapped"),
+                openEnded=(pl.col("end_kind") == "open").fill_null(False),
+            )
         ).alias("details"),
     )
 
@@ -186,6 +201,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         *handover_skew_columns(
             rows, "pod", "pod_b", "handover_gap_ms", "confirm_latency_ms", pl.col("handover")
         ),
+        step_note(rows),
     )
     opening = (
         pl.when(pl.col("acquired_at_b").is_not_null() & pl.col("valid_until").is_not_null() & ~overlapped)
@@ -223,6 +239,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             _results(),
             pl.col("skew_note"),
             pl.col("caveat"),
+            pl.col("step_note"),
         ).alias("message")
     ).to_series()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.causal import step_certainty, step_columns, step_note, with_step
 from leaselog.checks.contract import Check, CheckContext, derived
 from leaselog.checks.frames import at_file, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
@@ -57,7 +58,8 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     z = z.select(
         "job_id", "execution_id", "timeline", "pod", "clock", "ttl_ms", "renewals", "end_kind", "acquired_at",
         "expires_at", "end", "zombie_ms", "runtime_ms", "acquired_file", "acquired_line", "ended_file",
-        "ended_line", "last_file", "last_line",
+        "ended_line", "last_file", "last_line", "release_deleted", "released_at", "released_file",
+        "released_line",
     )  # fmt: skip
     # who took the key over while the zombie ran (first other acquisition after the expiry)
     # (lazy: the filter copies only these columns of the wide executions frame, not all of them)
@@ -86,9 +88,25 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     z = pl.concat([taken, alone], how="diagonal_relaxed").sort("job_id", "expires_at")
     # the takeover counts only when it happened while the zombie still ran
     taken_over = pl.col("taken_over")
+    # a release that deleted the key after the logged expiry: Redis says the lease still held then, the
+    # clock says it had expired (leaselog.checks.causal): the logs disagree, nothing is proven
+    contradicted = (
+        pl.col("release_deleted").fill_null(False) & (pl.col("released_at") > pl.col("expires_at"))
+    ).fill_null(False)
+    z = step_columns(ctx, z, ("execution_id",)).with_columns(
+        contradicted.alias("contradicted"), pl.lit("certain").alias("certainty")
+    )
     return z.with_columns(
-        (pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over")
+        (pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over"),
+        pl.when(pl.col("contradicted"))
+        .then(pl.lit("uncertain"))
+        .otherwise(step_certainty(pl.col("zombie_ms"), ctx.settings.max_skew_ms))
+        .alias("certainty"),
     ).with_columns(
+        pl.when(pl.col("certainty") == "certain")
+        .then(pl.lit(CHECK.severity))
+        .otherwise(pl.lit("warning"))
+        .alias("severity"),
         pl.when(taken_over)
         .then(pl.concat_list("execution_id", "next_id"))
         .otherwise(pl.concat_list("execution_id"))
@@ -105,11 +123,32 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.when(taken_over).then(pl.col("next_line")),
                 "another execution acquires",
             ),
+            (
+                pl.col("released_file"),
+                pl.when(pl.col("contradicted")).then(pl.col("released_line")),
+                "release deletes the key after the logged expiry",
+            ),
         ).alias("evidence"),
-        details(
-            ttlMs=pl.col("ttl_ms"),
-            runtimeMs=pl.col("runtime_ms"),
-            openEnded=(pl.col("end_kind") == "open").fill_null(False),
+        with_step(
+            pl.when(pl.col("contradicted"))
+            .then(
+                details(
+                    ttlMs=pl.col("ttl_ms"),
+                    runtimeMs=pl.col("runtime_ms"),
+                    openEnded=(pl.col("end_kind") == "open").fill_null(False),
+                    releaseDeletedAfterExpiryMs=(
+                        pl.col("released_at") - pl.col("expires_at")
+                    ).dt.total_microseconds()
+                    / 1000,
+                )
+            )
+            .otherwise(
+                details(
+                    ttlMs=pl.col("ttl_ms"),
+                    runtimeMs=pl.col("runtime_ms"),
+                    openEnded=(pl.col("end_kind") == "open").fill_null(False),
+                )
+            )
         ).alias("details"),
     )
 
@@ -143,6 +182,17 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 )
             )
             .otherwise(pl.lit("")),
+            pl.when(pl.col("contradicted"))
+            .then(
+                pl.format(
+                    " Yet its release at {} deleted the key: Redis says it still held the lease then. These logs "
+                    "disagree: a clock that stepped, a renewal line missing or a wrong TTL in the log; at least one "
+                    "clock or one line is wrong, so this zombie time is not proven.",
+                    moments(rows, "released_at", ck),
+                )
+            )
+            .otherwise(pl.lit("")),
+            step_note(rows),
         ).alias("message")
     ).to_series()
 

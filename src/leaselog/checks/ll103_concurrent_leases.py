@@ -7,14 +7,18 @@ than the logs assume, or a bug in the lock. It is the sharp opposite of the arti
 the leases belonged to different periods and only the *executions* overlapped (overlapping_executions).
 
 Best practice: know the lock's failover behaviour and topology (a replica promoted without the key hands
-it out again), protect writes with fencing tokens the destination enforces, and keep pod clocks
-synchronised so the logs can tell a lock failure from clock skew.
+it out again, and a fencing counter kept in the same Redis can hand a token out twice); protect writes
+with fencing tokens the destination itself checks; make an acquisition count only once a replica has it
+(`WAIT 1 <timeout>` after `SET NX`, or `min-replicas-to-write` on the lock's Redis); keep pod clocks
+synchronised so the logs can tell a lock failure from clock skew. The finding names what made the two
+leases valid at once where the logs show it: a reconnect or failover line, a token handed out twice.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, evidence, ms_expr, one_or_two, pairs_of
@@ -69,8 +73,85 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     ).join(lz, on=["job_id", "execution_id"], how="left", maintain_order="left")
 
 
+# words of a line that says the lock's Redis changed under the workers: a reconnect, a new master or
+# primary, a Sentinel or Cluster failover, a replica promoted, a READONLY reply from a demoted master
+_FAILOVER = (
+    r"(?i)reconnect|master.?changed|switch.?master|fail.?over|promot|new (master|primary)|readonly|"
+    r"role.?change|\+sdown|\+odown"
+)
+
+
+def _failover_lines(ctx: CheckContext, found: pl.DataFrame) -> pl.DataFrame:
+    """Per pair, the first line of either execution (from a's acquisition to the end of the two leases)
+    whose event name, message or reason speaks of a failover or reconnect: `failover_file`,
+    `failover_line`, `failover_text`, `failover_execution`."""
+    keys = ["job_id", "execution_id", "execution_id_b"]
+    none = found.select(keys).with_columns(
+        pl.lit(None, dtype=pl.String).alias("failover_file"),
+        pl.lit(None, dtype=pl.Int64).alias("failover_line"),
+        pl.lit(None, dtype=pl.String).alias("failover_text"),
+        pl.lit(None, dtype=pl.String).alias("failover_execution"),
+    )
+    if not found.height:
+        return none
+    said = pl.concat_str([pl.col(c).fill_null("") for c in ("raw_event", "message", "reason")], separator=" ")
+    jobs = found["job_id"].unique().implode()
+    lines = (
+        ctx.events.lazy()
+        .filter(pl.col("job_id").is_in(jobs))
+        .filter(said.str.contains(_FAILOVER))
+        .select(
+            "job_id",
+            "execution_id",
+            "t",
+            "file",
+            "line",
+            pl.coalesce(
+                *(
+                    pl.when(pl.col(c).str.contains(_FAILOVER)).then(pl.col(c))
+                    for c in ("message", "reason", "raw_event")
+                )
+            ).alias("text"),
+        )
+        .collect()
+    )
+    if not lines.height:
+        return none
+    pairs = found.select(*keys, "acquired_at", "both_until")
+    hits = pl.concat(
+        [
+            pairs.join(lines, on=["job_id", "execution_id"], how="inner"),
+            pairs.join(
+                lines.rename({"execution_id": "execution_id_b"}), on=["job_id", "execution_id_b"], how="inner"
+            ).with_columns(pl.col("execution_id_b").alias("_who")),
+        ],
+        how="diagonal_relaxed",
+    )
+    return (
+        hits.filter((pl.col("t") >= pl.col("acquired_at")) & (pl.col("t") <= pl.col("both_until")))
+        .sort("t", "line")
+        .group_by(keys, maintain_order=True)
+        .first()
+        .select(
+            *keys,
+            pl.col("file").alias("failover_file"),
+            pl.col("line").alias("failover_line"),
+            pl.col("text").str.strip_chars().str.slice(0, 120).alias("failover_text"),
+            pl.coalesce("_who", "execution_id").alias("failover_execution"),
+        )
+    )
+
+
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    found = pairs(ctx.executions, ctx.leases)
+    # a release that deleted the key proves no one else held it before that release (leaselog.checks.causal):
+    # an acquisition the clocks put inside such a lease is a clock or a line that is wrong (clock_step,
+    # clock_contradiction), not two leases at once
+    found = pairs(ctx.executions, ctx.leases).join(
+        refuted_leases(ctx),
+        on=["job_id", "execution_id", "execution_id_b"],
+        how="anti",
+        maintain_order="left",
+    )
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
     proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
@@ -83,6 +164,23 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     found = found.with_columns(
         proven.alias("proven_ms"),
         *certainty_columns(proven, ("pod", "pod_b"), ("clock", "clock_b"), ctx.settings),
+    )
+    # a clock step in either execution's log: the figure may be off by up to the step
+    found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
+    # what made two leases valid at once, where the logs show it: a failover line, a token handed out twice
+    found = found.join(
+        _failover_lines(ctx, found),
+        on=["job_id", "execution_id", "execution_id_b"],
+        how="left",
+        maintain_order="left",
+        nulls_equal=True,
+    ).with_columns(
+        (pl.col("fencing_token").is_not_null() & (pl.col("fencing_token") == pl.col("fencing_token_b")))
+        .fill_null(False)
+        .alias("token_twice")
+    )
+    found = found.with_columns(
+        step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms).alias("certainty")
     )
     return found.with_columns(
         pl.concat_list("execution_id", "execution_id_b").alias("execution_ids"),
@@ -117,10 +215,21 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.col("acquired_line_b"),
                 pl.format("{} acquires while {}'s lease is valid", b_id, a_id),
             ),
+            (
+                pl.col("failover_file"),
+                pl.col("failover_line"),
+                "the lock's Redis changed (failover / reconnect)",
+            ),
         ).alias("evidence"),
-        details(
-            confirmLatencyMs=pl.col("confirm_latency_ms"),
-            fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        with_step(
+            details(
+                confirmLatencyMs=pl.col("confirm_latency_ms"),
+                fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+                fencingTokenTwice=pl.col("token_twice"),
+                failoverLine=pl.when(pl.col("failover_line").is_not_null()).then(
+                    pl.format("{}:{}", pl.col("failover_file"), pl.col("failover_line"))
+                ),
+            )
         ).alias("details"),
     )
 
@@ -160,7 +269,36 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 )
             )
             .otherwise(pl.lit("")),
+            pl.when(pl.col("failover_line").is_not_null())
+            .then(
+                pl.format(
+                    " The logs show the lock's Redis changing under them at {}:{} ({}: `{}`): a failover or "
+                    "reconnect to a new primary that never saw {}'s acquisition hands the key out again.",
+                    text("failover_file"),
+                    text("failover_line"),
+                    text("failover_execution"),
+                    text("failover_text"),
+                    a,
+                )
+            )
+            .otherwise(pl.lit("")),
+            pl.when(pl.col("token_twice"))
+            .then(
+                pl.format(
+                    " Both got fencing token {}: the token was handed out twice, so the counter lost its last "
+                    "increment too (as a promoted replica that missed it would): a resource checking tokens "
+                    "would accept both (keep the counter where a failover cannot lose it).",
+                    text("fencing_token"),
+                )
+            )
+            .otherwise(pl.lit("")),
+            pl.lit(
+                " Remedies: fencing tokens the resource itself checks (it refuses a token not above the highest "
+                "it has accepted), and on the lock's Redis `WAIT` (or `min-replicas-to-write`) so an "
+                "acquisition counts only once a replica holds it."
+            ),
             pl.col("caveat"),
+            step_note(rows),
         ).alias("message")
     ).to_series()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.causal import refuted_leases, refuted_overlaps
 from leaselog.checks.certainty import certainty_columns, handover_skew_bound, handover_skew_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import at_file, evidence, ms_expr, one_or_two, skew_details
@@ -245,6 +246,30 @@ def _handover() -> pl.Expr:
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
     found = attempts(ctx.executions, ctx.leases)
+    # a release that deleted the key came before the later acquisition whatever the clocks say
+    # (leaselog.checks.causal): then the earlier lease had ended, and (its execution ended before its
+    # release) the earlier attempt was no longer running
+    pair = {"execution_id_b": "execution_id_new"}
+    found = (
+        found.join(
+            refuted_leases(ctx).rename(pair | {"y_after": "released_first"}),
+            on=["job_id", "execution_id", "execution_id_new"],
+            how="left",
+            maintain_order="left",
+        )
+        .join(
+            refuted_overlaps(ctx).rename(pair).with_columns(pl.lit(True).alias("_apart")),
+            on=["job_id", "execution_id", "execution_id_new"],
+            how="left",
+            maintain_order="left",
+        )
+        .with_columns(
+            pl.col("released_first").is_not_null().alias("inside_unbroken"),
+            pl.col("released_first").fill_null(False),
+            (pl.col("earlier_still_running") & pl.col("_apart").is_null()).alias("earlier_still_running"),
+        )
+        .drop("_apart")
+    )
     since = pl.col("since_expiry_ms")
     # the later attempt's pickup line, and its acquire when that is another line
     picked_file_new = at_file("triggered", "first", suffix="_new")
@@ -349,6 +374,29 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     "expired_when",
                 )
             )
+            .when((since < 0) & pl.col("released_first"))
+            .then(
+                pl.format(
+                    " Its acquisition is logged at {}, {} before {}'s release that deleted the key ({}): the "
+                    "release came first whatever the clocks say, so at least one clock or one line is wrong "
+                    "(see clock_step, clock_contradiction).",
+                    "acquired_when",
+                    "since_text",
+                    old,
+                    "expired_when",
+                )
+            )
+            .when((since < 0) & pl.col("inside_unbroken"))
+            .then(
+                pl.format(
+                    " Its acquisition is logged at {}, inside {}'s lease, which its release deleting the key at "
+                    "{} proves unbroken: it came before that lease or after it whatever the clocks say, so at "
+                    "least one clock or one line is wrong (see clock_step, clock_contradiction).",
+                    "acquired_when",
+                    old,
+                    "expired_when",
+                )
+            )
             .when(since < 0)
             .then(
                 # no duration "since" an expiry that had not happened: name the situation instead
@@ -365,7 +413,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             .when(pl.col("denied_at_new").is_not_null())
             .then(pl.format(" It was denied the lock at {}: the lease still held it.", "denied_when"))
             .otherwise(pl.lit("")),
-            pl.col("skew_note"),
+            pl.when(pl.col("inside_unbroken")).then(pl.lit("")).otherwise(pl.col("skew_note")),
             pl.when("earlier_still_running")
             .then(pl.format(" {} was still running then (until {}).", old, "end_when"))
             .otherwise(pl.lit("")),

@@ -1,0 +1,289 @@
+"""Clock steps within one pod's log: where its wall clock jumped, by how much, and which way.
+
+A pod writes its lines in the order things happened, on one wall clock. Two facts in its own log show
+when that clock stepped (an NTP step, a VM resumed with a stale clock):
+- the timestamps run backwards from one line to the next, by more than the logger's usual jitter
+  (`Settings.clock_jitter_ms`): the clock stepped back by at least that much;
+- two lines of one execution carry `elapsedMs` (a monotonic duration) and their wall-clock difference
+  disagrees with their elapsedMs difference by more than the jitter: the clock stepped by exactly the
+  disagreement (forward or back).
+
+The times compared are the logged ones (`clock_step_ms` added back where the events were built with a
+step undone: `leaselog.elapsed_clock`). The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
+time within a file (a log written newest first, an async appender's small reorderings), which would
+put the lines after a backward step before the ones they follow. A file written newest first (an export)
+is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
+backwards in line order, or, where they cannot tell, its lines' times mostly do.
+
+Job-scoped: the lines compared are one execution's on one pod in one file (the step a pod's clock took
+while it ran that execution; a step between two executions' lines only is not seen: a log put together
+thread by thread, or run by run, is not in time order between them).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.contract import CheckContext, derived
+from leaselog.elapsed_clock import spike
+
+# the columns of `clock_steps` (one row per step: the line before it and the first line after it)
+STEP_COLUMNS: dict[str, pl.DataType] = {
+    "job_id": pl.String(),
+    "pod": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+    "prev_line": pl.Int64(),
+    "execution_id": pl.String(),
+    "prev_execution_id": pl.String(),
+    "at": pl.Datetime("us", "UTC"),
+    "prev_at": pl.Datetime("us", "UTC"),
+    # signed: + the clock jumped forward, - it stepped back (exact when `exact`, else a lower bound)
+    "step_ms": pl.Float64(),
+    "exact": pl.Boolean(),
+    # the events after it are read with the step undone (`clock_step_ms` set: leaselog.elapsed_clock)
+    "undone": pl.Boolean(),
+    # how far the timestamps run backwards from the line before to this one (null: they do not)
+    "back_ms": pl.Float64(),
+    "elapsed_ms": pl.Float64(),
+    "prev_elapsed_ms": pl.Float64(),
+}
+
+# one execution's lines on one pod in one file: lines of two executions (two threads of a pod, a log put
+# together run by run) need not be in time order between them
+# the order of a run's lines whatever its clock says (the events that have one)
+_LIFECYCLE: dict[str, int] = {
+    "job_triggered": 0,
+    "lock_denied": 1,
+    "lock_acquired": 1,
+    "job_started": 2,
+    "job_finished": 3,
+    "job_stopped": 3,
+    "lock_released": 4,
+}
+
+_GROUP = ["job_id", "_pod", "file", "execution_id"]
+
+
+def _new_group(keys: list[str]) -> pl.Expr:
+    """True on the first row of each run of equal keys (the frame sorted by them); `.over` is slow with
+    one group per job and pod."""
+    start = pl.lit(False)
+    for k in keys:
+        start = start | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    return start
+
+
+def _prev(col: str, keys: list[str]) -> pl.Expr:
+    return pl.when(~_new_group(keys)).then(pl.col(col).shift(1))
+
+
+def _ms(delta: pl.Expr) -> pl.Expr:
+    return delta.dt.total_microseconds() / 1000
+
+
+def _nothing_to_see(events: pl.DataFrame) -> bool:
+    """True when no line can show a step, found without sorting: no step was undone (`clock_step_ms` all
+    null) and, the events being in `seq` order, no file's lines come out of line order (build_events puts a
+    file's lines in time order, so its time never runs back in line order). Most inputs."""
+    if "clock_step_ms" not in events.columns or events["clock_step_ms"].null_count() != events.height:
+        return False
+    if not events["seq"].is_sorted():
+        return False
+    back = (pl.col("file") == pl.col("file").shift(1)) & (pl.col("line") < pl.col("line").shift(1))
+    return not bool(events.select(back.fill_null(False).any()).item())
+
+
+def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+    """Every clock step the lines of one job on one pod in one file show (`STEP_COLUMNS`), in job, file
+    and line order."""
+    if not events.height:
+        return pl.DataFrame(schema=STEP_COLUMNS)
+    if _nothing_to_see(events):
+        return pl.DataFrame(schema=STEP_COLUMNS)
+    # the times as logged: a step inside an execution is undone when the events are built
+    # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
+    undone = pl.col("clock_step_ms") if "clock_step_ms" in events.columns else pl.lit(None, dtype=pl.Float64)
+    logged = pl.col("t") + pl.duration(microseconds=(undone.fill_null(0.0) * 1000).round(0).cast(pl.Int64))
+    x = (
+        events.lazy()
+        .filter((pl.col("clock") == "wall") & pl.col("file").is_not_null() & pl.col("line").is_not_null())
+        .select(
+            "job_id",
+            "execution_id",
+            "pod",
+            "file",
+            "line",
+            "event",
+            logged.alias("t"),
+            "elapsed_ms",
+            undone.is_not_null().alias("_moved"),
+        )
+        .with_columns(pl.col("pod").fill_null("").alias("_pod"))
+        .sort([*_GROUP, "line"])
+        .collect()
+    )
+    if not x.height:
+        return pl.DataFrame(schema=STEP_COLUMNS)
+    # which way each file runs: one written newest first is read from its end. The lifecycle decides
+    # (a run's trigger, acquisition, start, end and release come in that order, whatever the clock says);
+    # where it cannot, the times of all the file's lines do
+    rank = pl.col("event").replace_strict(_LIFECYCLE, default=None, return_dtype=pl.Int8)
+    step = rank - pl.when(~_new_group(_GROUP)).then(rank.shift(1))
+    dt = _ms(pl.col("t") - _prev("t", ["file"]))
+    lifecycle = (
+        x.with_columns(step.alias("_dr"))
+        .group_by("file")
+        .agg((pl.col("_dr") < 0).sum().alias("_down"), (pl.col("_dr") > 0).sum().alias("_up"))
+    )
+    timing = (
+        x.select("file", "line", "t")
+        .sort("file", "line")
+        .with_columns(dt.alias("_dt"))
+        .group_by("file")
+        .agg((pl.col("_dt") < 0).sum().alias("_back"), (pl.col("_dt") > 0).sum().alias("_ahead"))
+    )
+    way = lifecycle.join(timing, on="file").select(
+        "file",
+        (
+            (pl.col("_down") > pl.col("_up"))
+            | ((pl.col("_down") == pl.col("_up")) & (pl.col("_back") > pl.col("_ahead")))
+        ).alias("_reversed"),
+    )
+    x = (
+        x.join(way, on="file", how="left")
+        .with_columns(
+            pl.when(pl.col("_reversed")).then(-pl.col("line")).otherwise(pl.col("line")).alias("_ord")
+        )
+        .sort([*_GROUP, "_ord"])
+    )
+    # (a) consecutive lines of the log whose time runs backwards
+    back = (
+        x.with_columns(
+            _prev("t", _GROUP).alias("prev_at"),
+            _prev("line", _GROUP).alias("prev_line"),
+            _prev("execution_id", _GROUP).alias("prev_execution_id"),
+            _prev("elapsed_ms", _GROUP).alias("_prev_el"),
+        )
+        .with_columns(_ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
+        .filter(pl.col("back_ms") > jitter_ms)
+    )
+    # (b) consecutive lines of one execution whose wall clock disagrees with their elapsedMs
+    keys = _GROUP
+    e = (
+        x.filter(pl.col("elapsed_ms").is_not_null())
+        .sort([*keys, "_ord"])
+        .with_columns(
+            _prev("t", keys).alias("prev_at"),
+            _prev("line", keys).alias("prev_line"),
+            _prev("elapsed_ms", keys).alias("prev_elapsed_ms"),
+        )
+        .with_columns(
+            (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms")).alias("_del"),
+            (_ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
+                "_drift"
+            ),
+        )
+    )
+    # elapsedMs is a timeline only where it never goes back and most steps agree with the wall clock
+    # (an `elapsedMs` that is the duration of one operation agrees nowhere): a level shift, not noise
+    off = pl.col("_drift").abs() > jitter_ms
+    timeline = (
+        e.group_by(keys)
+        .agg(
+            (pl.col("_del") >= 0).all().alias("_monotonic"),
+            (~off).sum().alias("_agree"),
+            off.sum().alias("_disagree"),
+        )
+        .filter(
+            pl.col("_monotonic") & (pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree"))
+        )
+        .select(keys)
+    )
+    # one line whose two sides disagree by opposite amounts is that line's own time (stamped late, a pause
+    # between reading elapsedMs and the clock), not a step of the clock
+    e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(
+        spike(keys, jitter_ms).alias("_spike")
+    )
+    spikes = e.filter("_spike").select("job_id", "file", "line")
+    back = back.join(spikes, on=["job_id", "file", "line"], how="anti")
+    exact = (
+        e.join(timeline, on=keys, how="semi")
+        .filter(pl.col("_off") & ~pl.col("_spike"))
+        .select(
+            "job_id",
+            "file",
+            "line",
+            "prev_line",
+            "prev_at",
+            "prev_elapsed_ms",
+            pl.col("execution_id").alias("prev_execution_id"),
+            pl.col("_drift").alias("step_ms"),
+            pl.lit(True).alias("exact"),
+        )
+    )
+    rows = x.select("job_id", "pod", "file", "line", "execution_id", "t", "elapsed_ms", "_moved")
+    found = (
+        exact.join(
+            back.select("job_id", "file", "line", "back_ms"), on=["job_id", "file", "line"], how="left"
+        )
+        .vstack(
+            back.join(exact, on=["job_id", "file", "line"], how="anti").select(
+                "job_id",
+                "file",
+                "line",
+                "prev_line",
+                "prev_at",
+                pl.col("_prev_el").alias("prev_elapsed_ms"),
+                "prev_execution_id",
+                (-pl.col("back_ms")).alias("step_ms"),
+                pl.lit(False).alias("exact"),
+                "back_ms",
+            )
+        )
+        .join(rows, on=["job_id", "file", "line"], how="left")
+        .unique(["job_id", "file", "line"], keep="first", maintain_order=True)
+    )
+    found = found.with_columns((pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone"))
+    return (
+        found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
+        .cast(pl.Schema(STEP_COLUMNS))
+        .sort("job_id", "file", "line")
+    )
+
+
+def steps_of(ctx: CheckContext) -> pl.DataFrame:
+    """`clock_steps` of the context's events, computed once per analysis."""
+    return derived(ctx, "clock_steps", lambda: clock_steps(ctx.events, ctx.settings.clock_jitter_ms))
+
+
+def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
+    """Per (job, execution) whose lines a step lies between or after: the largest step's size (ms, no
+    sign; `step_open_ms`: of those not undone), and where the first one is (`step_file`, `step_line`)."""
+    both = pl.concat(
+        [
+            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms", "undone"),
+            steps.select(
+                "job_id",
+                pl.col("prev_execution_id").alias("execution_id"),
+                "pod",
+                "file",
+                "line",
+                "step_ms",
+                "undone",
+            ),
+        ]
+    ).drop_nulls("execution_id")
+    return (
+        both.sort("job_id", "file", "line")
+        .group_by("job_id", "execution_id", maintain_order=True)
+        .agg(
+            pl.col("step_ms").abs().max().alias("step_abs_ms"),
+            # the largest step not undone (no elapsedMs sized it): the times after it stay as logged
+            pl.col("step_ms").filter(~pl.col("undone")).abs().max().alias("step_open_ms"),
+            pl.col("step_ms").first().alias("first_step_ms"),
+            pl.col("pod").first().alias("step_pod"),
+            pl.col("file").first().alias("step_file"),
+            pl.col("line").first().alias("step_line"),
+        )
+    )

@@ -1,0 +1,151 @@
+"""A pod's wall clock stepped while it ran the job: its own log runs backwards, or disagrees with elapsedMs.
+
+Anti-pattern: a host whose clock is stepped (an NTP step, a VM resumed with a stale clock, a manual
+`date -s`) while it runs a job. Every timestamp after the step is off by the step's size: the log runs
+backwards (lines out of order by more than the logger's usual jitter), or two lines of one execution
+are further apart (or closer) on the wall clock than on their own monotonic `elapsedMs`. Any figure that
+compares a moment before the step with one after it, or the stepped pod's moments with another pod's,
+is off by up to the step: an overlap, a zombie time, a gap between renewals, and even the order of a
+release and the next acquisition across pods. The causal facts in the logs (a release that deleted the
+key comes before the next acquisition; fencing tokens increase) then win over the clock.
+
+Best practice: slew clocks rather than step them on hosts that run leased jobs (chrony's `makestep`
+only at boot), measure lease deadlines on a monotonic clock, and log `elapsedMs` beside the timestamp so
+a step can be seen and sized; order events across pods by fencing tokens, not timestamps.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.causal import explained_by_steps
+from leaselog.checks.clock_steps import steps_of
+from leaselog.checks.contract import Check, CheckContext
+from leaselog.checks.frames import details, evidence
+from leaselog.checks.phrasing import durations, moments, text
+
+
+def detect(ctx: CheckContext) -> pl.DataFrame:
+    steps = steps_of(ctx)
+    explained = explained_by_steps(ctx)
+    size = pl.col("step_ms").abs()
+    two = (
+        pl.col("prev_execution_id").ne_missing(pl.col("execution_id"))
+        & pl.col("prev_execution_id").is_not_null()
+    )
+    return steps.join(explained, on=["job_id", "file", "line"], how="left").with_columns(
+        pl.when(two)
+        .then(pl.concat_list("prev_execution_id", "execution_id"))
+        .otherwise(pl.concat_list("execution_id"))
+        .alias("execution_ids"),
+        pl.concat_list("pod").alias("pods"),
+        pl.min_horizontal("prev_at", "at").alias("start"),
+        pl.max_horizontal("prev_at", "at").alias("end"),
+        size.alias("duration_ms"),
+        pl.lit("certain").alias("certainty"),
+        evidence(
+            (pl.col("file"), pl.col("prev_line"), "last line before the step"),
+            (pl.col("file"), pl.col("line"), "first line after the step"),
+        ).alias("evidence"),
+        details(
+            stepMs=pl.col("step_ms").abs(),
+            direction=pl.when(pl.col("step_ms") > 0).then(pl.lit("forward")).otherwise(pl.lit("backward")),
+            sizeExact=pl.col("exact"),
+            logRunsBackMs=pl.col("back_ms"),
+            file=pl.col("file"),
+            line=pl.col("line"),
+            contradicts=pl.col("contradicts"),
+        ).alias("details"),
+    )
+
+
+def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
+    rows = rows.with_columns(pl.lit("wall").alias("_wall"))
+    rows = rows.with_columns(
+        durations(rows["duration_ms"]).alias("size_text"),
+        durations(rows["back_ms"]).alias("back_text"),
+        moments(rows, "prev_at", "_wall").alias("prev_when"),
+        moments(rows, "at", "_wall").alias("at_when"),
+        durations(rows["elapsed_ms"] - rows["prev_elapsed_ms"]).alias("elapsed_text"),
+        durations(pl.Series([ctx.settings.clock_jitter_ms] * rows.height, dtype=pl.Float64)).alias("jitter"),
+    )
+    where = pl.format("{}:{}", text("file"), text("line"))
+    forward = pl.col("step_ms") > 0
+    how = (
+        pl.when(pl.col("exact") & forward)
+        .then(
+            pl.format(
+                "{}'s clock jumped forward by {} at {} ({}): from {} to {} its timestamps advance {} more than "
+                "its elapsedMs ({}).",
+                text("pod"),
+                "size_text",
+                where,
+                text("execution_id"),
+                "prev_when",
+                "at_when",
+                "size_text",
+                "elapsed_text",
+            )
+        )
+        .when(pl.col("exact"))
+        .then(
+            pl.format(
+                "{}'s clock stepped back by {} at {} ({}): from {} to {} its timestamps fall {} behind its "
+                "elapsedMs ({}){}.",
+                text("pod"),
+                "size_text",
+                where,
+                text("execution_id"),
+                "prev_when",
+                "at_when",
+                "size_text",
+                "elapsed_text",
+                pl.when(pl.col("back_ms").is_not_null())
+                .then(pl.format("; the log runs {} backwards", "back_text"))
+                .otherwise(pl.lit("")),
+            )
+        )
+        .otherwise(
+            pl.format(
+                "{}'s log runs {} backwards at {} ({} after {}): its clock stepped back by at least that "
+                "much (more than a logger's jitter of {}).",
+                text("pod"),
+                "back_text",
+                where,
+                "at_when",
+                "prev_when",
+                "jitter",
+            )
+        )
+    )
+    return rows.select(
+        pl.concat_str(
+            how,
+            pl.when(pl.col("undone"))
+            .then(
+                pl.format(
+                    " leaselog reads this execution's lines from here on with the step undone, so its own "
+                    "durations hold; comparisons of {}'s moments with another pod's may still be off by up to {}.",
+                    text("pod"),
+                    "size_text",
+                )
+            )
+            .otherwise(
+                pl.format(
+                    " Figures that compare a moment before this line with one after it, or {}'s moments with "
+                    "another pod's, may be off by {}{}.",
+                    text("pod"),
+                    "size_text",
+                    pl.when(pl.col("exact"))
+                    .then(pl.lit(""))
+                    .otherwise(pl.lit(" or more (without elapsedMs the step's full size is unknown)")),
+                )
+            ),
+            pl.when(pl.col("contradicts").is_not_null())
+            .then(pl.format(" {}", pl.col("contradiction_text")))
+            .otherwise(pl.lit("")),
+        ).alias("message")
+    ).to_series()
+
+
+CHECK = Check("LL104", "clock_step", "warning", detect, explain)

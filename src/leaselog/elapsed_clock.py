@@ -1,0 +1,133 @@
+"""Clock steps inside one execution, undone by its own elapsedMs.
+
+An execution that logs `elapsedMs` (a monotonic duration since it began) beside each timestamp carries a
+second clock that never steps. Where two of its consecutive lines (one pod, one file, in line order)
+are further apart on the wall clock than on elapsedMs by more than the logger's jitter
+(`Settings.clock_jitter_ms`), the wall clock stepped between them by exactly the difference (an NTP
+step, a VM resumed with a stale clock). The lines after the step are then read with it undone: every
+duration within the execution (runtime, renewal gaps, time past the lease) is right whichever side of the
+step was the true time, and an end is never timed before its own start. `clock_step_ms` keeps what was
+subtracted from each line's logged time, so the step itself is still reported (`clock_step`, LL104) and
+the logged time can be shown.
+
+elapsedMs counts only where it is a timeline: within one run (it never goes back; where it does, a new
+run begins) at least two of its steps, and twice as many as disagree, agree with the wall clock (an
+`elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by
+job, pod and thread, cut into runs where elapsedMs starts again.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["spike", "undo_clock_steps"]
+
+
+def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
+    """True where `_off` (a drift beyond the jitter, in `_drift`) is one half of a spike: the next (or
+    previous) pair of the same group drifts back by as much, within the jitter. One line out of step with
+    both its neighbours is that line's own time, not a step of the clock. The frame is sorted by `keys`,
+    then line order."""
+    new = pl.lit(False)
+    for k in keys:
+        new = new | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
+    last = new.shift(-1).fill_null(True)
+    d = pl.col("_drift")
+    with_next = ~last & pl.col("_off").shift(-1) & ((d + d.shift(-1)).abs() <= jitter_ms)
+    with_prev = ~new & pl.col("_off").shift(1) & ((d + d.shift(1)).abs() <= jitter_ms)
+    return (pl.col("_off") & (with_next.fill_null(False) | with_prev.fill_null(False))).fill_null(False)
+
+
+def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+    """`df` (build_events' frame: `file_index`, `line`, `pod`, `thread`, `job_id`, `execution_id`,
+    `t_wall`, `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none) and
+    `t_wall` less it. Lines without elapsedMs take the correction of their run's line before them (none
+    before the first step)."""
+    # one execution's lines in one file; a line without an execution id is its job's on its pod and thread
+    # until the runs are told apart (leaselog.execution_runs): there a reset of elapsedMs starts a new run
+    who = pl.coalesce(pl.col("execution_id"), pl.lit("\x00") + pl.col("thread").fill_null(""))
+    narrow = (
+        df.lazy()
+        .with_row_index("_row")
+        .filter(pl.col("job_id").is_not_null() & pl.col("t_wall").is_not_null())
+        .select(
+            "_row",
+            pl.struct("job_id", who.alias("who"), pl.col("pod").fill_null(""), "file_index")
+            .hash()
+            .alias("_k"),
+            "line",
+            "t_wall",
+            "elapsed_ms",
+        )
+        .collect()
+    )
+    none = df.with_columns(pl.lit(None, dtype=pl.Float64).alias("clock_step_ms"))
+    if not narrow.height or narrow["elapsed_ms"].null_count() == narrow.height:
+        return none
+    el = narrow.filter(pl.col("elapsed_ms").is_not_null()).sort("_k", "line")
+    new_k = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
+    # a run: the lines of one key from one elapsedMs origin (it never goes back within a run)
+    el = el.with_columns(
+        (new_k | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)).cum_sum().alias("_g")
+    )
+    new_g = (pl.col("_g") != pl.col("_g").shift(1)).fill_null(True)
+
+    def prev(c: str) -> pl.Expr:
+        return pl.when(~new_g).then(pl.col(c).shift(1))
+
+    el = el.with_columns(
+        (
+            (pl.col("t_wall") - prev("t_wall")).dt.total_microseconds() / 1000
+            - (pl.col("elapsed_ms") - prev("elapsed_ms"))
+        ).alias("_drift"),
+    )
+    drift_off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
+    if not el.select(drift_off.any()).item():
+        return none
+    # a line whose two sides drift by opposite amounts is that line's own time (stamped late, a pause
+    # between reading elapsedMs and the clock), not a step: it is left as logged
+    el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], jitter_ms).alias("_spike"))
+    off = pl.col("_off") & ~pl.col("_spike")
+    timeline = (
+        el.group_by("_g")
+        .agg(
+            (pl.col("_drift").is_not_null() & ~pl.col("_off")).sum().alias("_agree"),
+            pl.col("_off").sum().alias("_disagree"),
+        )
+        .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
+        .select("_g")
+    )
+    stepped = el.join(timeline, on="_g", how="semi")
+    if not stepped.select(off.any()).item():
+        return none
+    # the correction accumulates over the run's steps, from each step's line on
+    step = pl.when(off).then(pl.col("_drift")).otherwise(0.0)
+    corr = stepped.with_columns(step.alias("_step")).with_columns(
+        pl.col("_step").cum_sum().over("_g").alias("_corr")
+    )
+    # every line of a stepped run (with or without elapsedMs) takes the correction in force at it
+    at = narrow.join(el.select("_row", "_g"), on="_row", how="left").sort("_k", "line")
+    same_k = pl.when(pl.col("_g").is_not_null()).then(pl.col("_k")).forward_fill() == pl.col("_k")
+    rows = (
+        at.with_columns(pl.when(same_k).then(pl.col("_g").forward_fill()).alias("_g"))
+        .join(timeline, on="_g", how="semi")
+        .join(corr.select("_row", "_corr"), on="_row", how="left")
+        .sort("_g", "line")
+        .with_columns(pl.col("_corr").forward_fill().over("_g"))
+        .filter(pl.col("_corr").fill_null(0.0) != 0.0)
+        .select("_row", "_corr")
+    )
+    return (
+        df.with_row_index("_row")
+        .join(rows, on="_row", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("_corr").alias("clock_step_ms"),
+            pl.when(pl.col("_corr").is_not_null())
+            .then(
+                pl.col("t_wall") - pl.duration(microseconds=(pl.col("_corr") * 1000).round(0).cast(pl.Int64))
+            )
+            .otherwise(pl.col("t_wall"))
+            .alias("t_wall"),
+        )
+        .drop("_row", "_corr")
+    )
