@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["spike", "undo_clock_steps"]
+__all__ = ["same_step", "spike", "undo_clock_steps"]
 
 
 def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
@@ -38,23 +38,35 @@ def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
     return (pl.col("_off") & (with_next.fill_null(False) | with_prev.fill_null(False))).fill_null(False)
 
 
+def same_step(jitter_ms: float) -> pl.Expr:
+    """True on a detected step (rows sorted by `_p`, then `line`; columns `prev_line`, `line`, `_drift`)
+    that is the one the row before it already shows: one clock steps for every thread of its pod, so two
+    lanes of a pod's file (threads, executions) each see it between their own two lines, and those two
+    spans overlap, with the same size within the jitter."""
+    same_p = pl.col("_p") == pl.col("_p").shift(1)
+    overlaps = pl.col("prev_line") < pl.col("line").shift(1)
+    alike = (pl.col("_drift") - pl.col("_drift").shift(1)).abs() <= jitter_ms
+    return (same_p & overlaps & alike).fill_null(False)
+
+
 def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     """`df` (build_events' frame: `file_index`, `line`, `pod`, `thread`, `job_id`, `execution_id`,
     `t_wall`, `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none) and
-    `t_wall` less it. Lines without elapsedMs take the correction of their run's line before them (none
-    before the first step)."""
+    `t_wall` less it. A step is seen where it shows (one execution's lines, or one thread's without ids) and
+    undone for every line of the job on that pod in that file from the step's first line on: the pod's
+    clock stepped for all its threads."""
     # one execution's lines in one file; a line without an execution id is its job's on its pod and thread
     # until the runs are told apart (leaselog.execution_runs): there a reset of elapsedMs starts a new run
     who = pl.coalesce(pl.col("execution_id"), pl.lit("\x00") + pl.col("thread").fill_null(""))
+    pod = pl.col("pod").fill_null("")
     narrow = (
         df.lazy()
         .with_row_index("_row")
         .filter(pl.col("job_id").is_not_null() & pl.col("t_wall").is_not_null())
         .select(
             "_row",
-            pl.struct("job_id", who.alias("who"), pl.col("pod").fill_null(""), "file_index")
-            .hash()
-            .alias("_k"),
+            pl.struct("job_id", who.alias("who"), pod, "file_index").hash().alias("_k"),
+            pl.struct("job_id", pod, "file_index").hash().alias("_p"),
             "line",
             "t_wall",
             "elapsed_ms",
@@ -80,6 +92,9 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             (pl.col("t_wall") - prev("t_wall")).dt.total_microseconds() / 1000
             - (pl.col("elapsed_ms") - prev("elapsed_ms"))
         ).alias("_drift"),
+        prev("line").alias("prev_line"),
+        prev("t_wall").alias("_prev_t"),
+        prev("elapsed_ms").alias("_prev_el"),
     )
     drift_off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
     if not el.select(drift_off.any()).item():
@@ -87,7 +102,6 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # a line whose two sides drift by opposite amounts is that line's own time (stamped late, a pause
     # between reading elapsedMs and the clock), not a step: it is left as logged
     el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], jitter_ms).alias("_spike"))
-    off = pl.col("_off") & ~pl.col("_spike")
     timeline = (
         el.group_by("_g")
         .agg(
@@ -97,23 +111,52 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
         .select("_g")
     )
-    stepped = el.join(timeline, on="_g", how="semi")
-    if not stepped.select(off.any()).item():
-        return none
-    # the correction accumulates over the run's steps, from each step's line on
-    step = pl.when(off).then(pl.col("_drift")).otherwise(0.0)
-    corr = stepped.with_columns(step.alias("_step")).with_columns(
-        pl.col("_step").cum_sum().over("_g").alias("_corr")
+    steps = (
+        el.join(timeline, on="_g", how="semi")
+        .filter(pl.col("_off") & ~pl.col("_spike"))
+        .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el")
+        .sort("_p", "line")
     )
-    # every line of a stepped run (with or without elapsedMs) takes the correction in force at it
-    at = narrow.join(el.select("_row", "_g"), on="_row", how="left").sort("_k", "line")
-    same_k = pl.when(pl.col("_g").is_not_null()).then(pl.col("_k")).forward_fill() == pl.col("_k")
+    steps = steps.filter(~same_step(jitter_ms))
+    if not steps.height:
+        return none
+    # another lane's line between the two that show the step (a renewal thread's, say) was logged after
+    # it when its own elapsedMs, held against the line before the step, drifts by the step: the step's
+    # first line is then the earliest such line
+    between = (
+        narrow.filter(pl.col("elapsed_ms").is_not_null() & pl.col("_p").is_in(steps["_p"].unique().implode()))
+        .select(
+            "_p", pl.col("line").alias("_l"), pl.col("t_wall").alias("_t"), pl.col("elapsed_ms").alias("_e")
+        )
+        .join(steps.with_row_index("_s"), on="_p")
+        .filter((pl.col("_l") > pl.col("prev_line")) & (pl.col("_l") < pl.col("line")))
+        .filter(
+            (
+                (pl.col("_t") - pl.col("_prev_t")).dt.total_microseconds() / 1000
+                - (pl.col("_e") - pl.col("_prev_el"))
+                - pl.col("_drift")
+            ).abs()
+            <= jitter_ms
+        )
+        .group_by("_s")
+        .agg(pl.col("_l").min().alias("_first"))
+    )
+    steps = (
+        steps.with_row_index("_s")
+        .join(between, on="_s", how="left")
+        .with_columns(pl.coalesce("_first", "line").alias("line"))
+        .drop("_s", "_first")
+    )
+    # the correction accumulates over the steps of the job's lines on that pod in that file, from each
+    # step's first line on, whatever thread or execution the line is of
+    corr = steps.with_columns(pl.col("_drift").cum_sum().over("_p").alias("_corr")).select(
+        "_p", "line", "_corr"
+    )
     rows = (
-        at.with_columns(pl.when(same_k).then(pl.col("_g").forward_fill()).alias("_g"))
-        .join(timeline, on="_g", how="semi")
-        .join(corr.select("_row", "_corr"), on="_row", how="left")
-        .sort("_g", "line")
-        .with_columns(pl.col("_corr").forward_fill().over("_g"))
+        narrow.select("_row", "_p", "line")
+        .filter(pl.col("_p").is_in(corr["_p"].unique().implode()))
+        .sort("line")
+        .join_asof(corr.sort("line"), on="line", by="_p", strategy="backward", check_sortedness=False)
         .filter(pl.col("_corr").fill_null(0.0) != 0.0)
         .select("_row", "_corr")
     )

@@ -118,6 +118,9 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             logged.alias("t"),
             "elapsed_ms",
             undone.is_not_null().alias("_moved"),
+            # the lane a log is written in order along: a thread (one writes its lines one after the
+            # other, whatever execution they are of), else the execution
+            pl.coalesce(pl.col("thread"), pl.lit("\x00") + pl.col("execution_id")).alias("_lane"),
         )
         .with_columns(pl.col("pod").fill_null("").alias("_pod"))
         .sort([*_GROUP, "line"])
@@ -149,6 +152,10 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             (pl.col("_down") > pl.col("_up"))
             | ((pl.col("_down") == pl.col("_up")) & (pl.col("_back") > pl.col("_ahead")))
         ).alias("_reversed"),
+        # a file whose runs' lifecycles go forward in line order in some places and backward in others
+        # (lines shuffled, sorted by another key, put together from several sources) is in no write
+        # order: its line order says nothing about its clock
+        ((pl.col("_down") > 0) & (pl.col("_up") > 0)).alias("_unordered"),
     )
     x = (
         x.join(way, on="file", how="left")
@@ -157,13 +164,17 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         )
         .sort([*_GROUP, "_ord"])
     )
-    # (a) consecutive lines of the log whose time runs backwards
+    # (a) consecutive lines of one lane (a thread, else an execution) whose time runs backwards, in a
+    # file written in order
+    lanes = ["job_id", "_pod", "file", "_lane"]
     back = (
-        x.with_columns(
-            _prev("t", _GROUP).alias("prev_at"),
-            _prev("line", _GROUP).alias("prev_line"),
-            _prev("execution_id", _GROUP).alias("prev_execution_id"),
-            _prev("elapsed_ms", _GROUP).alias("_prev_el"),
+        x.filter(~pl.col("_unordered").fill_null(False))
+        .sort([*lanes, "_ord"])
+        .with_columns(
+            _prev("t", lanes).alias("prev_at"),
+            _prev("line", lanes).alias("prev_line"),
+            _prev("execution_id", lanes).alias("prev_execution_id"),
+            _prev("elapsed_ms", lanes).alias("_prev_el"),
         )
         .with_columns(_ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
         .filter(pl.col("back_ms") > jitter_ms)
@@ -222,7 +233,9 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.lit(True).alias("exact"),
         )
     )
-    rows = x.select("job_id", "pod", "file", "line", "execution_id", "t", "elapsed_ms", "_moved")
+    rows = x.select(
+        "job_id", "pod", "_pod", "file", "line", "execution_id", "t", "elapsed_ms", "_moved", "_reversed"
+    )
     found = (
         exact.join(
             back.select("job_id", "file", "line", "back_ms"), on=["job_id", "file", "line"], how="left"
@@ -244,11 +257,43 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .join(rows, on=["job_id", "file", "line"], how="left")
         .unique(["job_id", "file", "line"], keep="first", maintain_order=True)
     )
-    found = found.with_columns((pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone"))
+    found = _one_per_step(found, jitter_ms).with_columns(
+        (pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone")
+    )
     return (
         found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
         .cast(pl.Schema(STEP_COLUMNS))
         .sort("job_id", "file", "line")
+    )
+
+
+def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+    """One row per step of a pod's clock: the lanes of a pod's file (its threads, its executions) that
+    each saw it between two of their lines (spans that overlap, the same way, alike in size or one only a
+    lower bound) show the same step; the one elapsedMs sized is kept, else the largest."""
+    flip = pl.when(pl.col("_reversed").fill_null(False)).then(-1).otherwise(1)
+    f = found.with_columns(
+        pl.struct("job_id", "_pod", "file").hash().alias("_p"),
+        (pl.col("line") * flip).alias("_o"),
+        (pl.col("prev_line") * flip).alias("_po"),
+    ).sort("_p", "_o")
+    same_p = pl.col("_p") == pl.col("_p").shift(1)
+    overlaps = pl.col("_po") < pl.col("_o").shift(1)
+    d, d0 = pl.col("step_ms"), pl.col("step_ms").shift(1)
+    alike = ((d - d0).abs() <= jitter_ms) | (
+        (d.sign() == d0.sign())
+        & (
+            (~pl.col("exact") & (d.abs() <= d0.abs() + jitter_ms))
+            | (~pl.col("exact").shift(1) & (d0.abs() <= d.abs() + jitter_ms))
+        )
+    )
+    same = (same_p & overlaps & alike).fill_null(False)
+    return (
+        f.with_columns((~same).cum_sum().alias("_step"))
+        .with_columns(pl.col("back_ms").max().over("_step").alias("back_ms"))
+        .sort("_step", pl.col("exact"), pl.col("step_ms").abs(), descending=[False, True, True])
+        .unique("_step", keep="first", maintain_order=True)
+        .drop("_p", "_o", "_po", "_step")
     )
 
 
