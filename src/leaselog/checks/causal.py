@@ -1,8 +1,9 @@
 """Causal order over clocks: facts in the logs that order two executions whatever their pods' clocks say.
 
-A release that deleted the key (`released=true`, an owner-checked delete) proves the key held that
-execution's value from its acquisition until that release: Redis handed the key to no one else in
-between. So another execution's acquisition of the same key logged between the two came, in truth,
+A release that deleted the key (`released=true`) while its own lease still held by its own clock (before
+the lease's logged expiry) proves the key held that execution's value from its acquisition until that
+release: Redis handed the key to no one else in between. (After its own lease's expiry the key may have
+expired and been taken: such a release orders nothing.) So another execution's acquisition of the same key logged between the two came, in truth,
 after the release (or before the acquisition); the clocks that put it inside are wrong by at least the
 difference. Fencing tokens that increase decide which of the two it was (the later token acquired
 later); without tokens, the order that needs the smaller clock error is taken.
@@ -36,6 +37,7 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
         "acquired_at",
         "released_at",
         "release_deleted",
+        "expires_at",
         "end",
         "fencing_token",
         "acquired_file",
@@ -46,7 +48,16 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
     wall = ex.filter((pl.col("clock") == "wall") & pl.col("acquired_at").is_not_null()).select(
         "job_id", *cols
     )
-    x = wall.filter(pl.col("release_deleted").fill_null(False) & pl.col("released_at").is_not_null())
+    # a release is an anchor only while its own lease still held by its own clock: then the key was its
+    # own at the release (no one can SET NX a key that exists), whether the delete checked the owner or
+    # deleted by name (ShedLock's unlock). A deleting release after its own lease's logged expiry orders
+    # nothing: the key may have expired and been taken, and a delete by name then deletes the next
+    # holder's key (lease_outlived states the contradiction of an owner-checked one)
+    x = wall.filter(
+        pl.col("release_deleted").fill_null(False)
+        & pl.col("released_at").is_not_null()
+        & (pl.col("expires_at").is_null() | (pl.col("released_at") <= pl.col("expires_at")))
+    )
     y = wall.rename({c: f"{c}_y" for c in cols})
     pairs = x.join(y, on="job_id", how="inner").filter(
         (pl.col("execution_id") != pl.col("execution_id_y"))
