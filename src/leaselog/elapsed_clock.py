@@ -20,7 +20,20 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["same_step", "spike", "undo_clock_steps"]
+__all__ = ["LIFECYCLE", "same_step", "spike", "undo_clock_steps"]
+
+# the order of a run's lines whatever its clock says (the events that have one): where it starts again in
+# a lane (a release, then a trigger), a new run begins, perhaps in a restarted process whose elapsedMs
+# began again from another origin
+LIFECYCLE: dict[str, int] = {
+    "job_triggered": 0,
+    "lock_denied": 1,
+    "lock_acquired": 1,
+    "job_started": 2,
+    "job_finished": 3,
+    "job_stopped": 3,
+    "lock_released": 4,
+}
 
 
 def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
@@ -70,6 +83,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "line",
             "t_wall",
             "elapsed_ms",
+            pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
         )
         .collect()
     )
@@ -78,9 +92,17 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         return none
     el = narrow.filter(pl.col("elapsed_ms").is_not_null()).sort("_k", "line")
     new_k = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
-    # a run: the lines of one key from one elapsedMs origin (it never goes back within a run)
+    # a run: the lines of one key from one elapsedMs origin (it never goes back within a run), and of one
+    # execution's lifecycle (a restarted process counts elapsedMs from a new origin, maybe past the old one)
+    rank = pl.col("_rank").forward_fill().over("_k")
     el = el.with_columns(
-        (new_k | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)).cum_sum().alias("_g")
+        (
+            new_k
+            | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)
+            | (pl.col("_rank") < rank.shift(1)).fill_null(False)
+        )
+        .cum_sum()
+        .alias("_g")
     )
     new_g = (pl.col("_g") != pl.col("_g").shift(1)).fill_null(True)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import CheckContext, derived
-from leaselog.elapsed_clock import spike
+from leaselog.elapsed_clock import LIFECYCLE, spike
 
 # the columns of `clock_steps` (one row per step: the line before it and the first line after it)
 STEP_COLUMNS: dict[str, pl.DataType] = {
@@ -49,19 +49,7 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     "prev_elapsed_ms": pl.Float64(),
 }
 
-# one execution's lines on one pod in one file: lines of two executions (two threads of a pod, a log put
-# together run by run) need not be in time order between them
-# the order of a run's lines whatever its clock says (the events that have one)
-_LIFECYCLE: dict[str, int] = {
-    "job_triggered": 0,
-    "lock_denied": 1,
-    "lock_acquired": 1,
-    "job_started": 2,
-    "job_finished": 3,
-    "job_stopped": 3,
-    "lock_released": 4,
-}
-
+# one execution's lines on one pod in one file (its lifecycle and its elapsedMs are compared along it)
 _GROUP = ["job_id", "_pod", "file", "execution_id"]
 
 
@@ -131,7 +119,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # which way each file runs: one written newest first is read from its end. The lifecycle decides
     # (a run's trigger, acquisition, start, end and release come in that order, whatever the clock says);
     # where it cannot, the times of all the file's lines do
-    rank = pl.col("event").replace_strict(_LIFECYCLE, default=None, return_dtype=pl.Int8)
+    rank = pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8)
     step = rank - pl.when(~_new_group(_GROUP)).then(rank.shift(1))
     dt = _ms(pl.col("t") - _prev("t", ["file"]))
     lifecycle = (
