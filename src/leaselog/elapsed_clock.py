@@ -10,10 +10,12 @@ step was the true time, and an end is never timed before its own start. `clock_s
 subtracted from each line's logged time, so the step itself is still reported (`clock_step`, LL104) and
 the logged time can be shown.
 
-elapsedMs counts only where it is a timeline: within one run (it never goes back; where it does, a new
-run begins) at least two of its steps, and twice as many as disagree, agree with the wall clock (an
-`elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by
-job, pod and thread, cut into runs where elapsedMs starts again.
+elapsedMs counts only where it is a timeline: within one run (it never goes back, and its lifecycle
+never starts again; where either happens, a new run begins: a restarted process counts from a new origin)
+at least two of its steps, and twice as many as disagree, agree with the wall clock (an `elapsedMs` that
+is the duration of one call agrees nowhere). Lines without an execution id are taken by job, pod and
+thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
+line of the job on that pod in that file from its first line on, and two lanes that show it count it once.
 """
 
 from __future__ import annotations

@@ -15,9 +15,11 @@ put the lines after a backward step before the ones they follow. A file written 
 is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
 backwards in line order, or, where they cannot tell, its lines' times mostly do.
 
-Job-scoped: the lines compared are one execution's on one pod in one file (the step a pod's clock took
-while it ran that execution; a step between two executions' lines only is not seen: a log put together
-thread by thread, or run by run, is not in time order between them).
+Job-scoped: the lines compared are one thread's (else one execution's) on one pod in one file for a log
+running backwards, one execution's for elapsedMs. One row per step of the pod's clock: the lanes that each
+show it (overlapping spans, alike in size) count once. A file whose runs' lifecycles go forward in some
+places and backward in others (shuffled, sorted by another key) is in no write order: its line order
+shows no step.
 """
 
 from __future__ import annotations
