@@ -10,10 +10,10 @@ step was the true time, and an end is never timed before its own start. `clock_s
 subtracted from each line's logged time, so the step itself is still reported (`clock_step`, LL104) and
 the logged time can be shown.
 
-elapsedMs counts only where it is a timeline: within one run (it never goes back, and its lifecycle
-never starts again; where either happens, a new run begins: a restarted process counts from a new origin)
-at least two of its steps, and twice as many as disagree, agree with the wall clock (an `elapsedMs` that
-is the duration of one call agrees nowhere). Lines without an execution id are taken by job, pod and
+elapsedMs is compared within one run (it never goes back, and its lifecycle never starts again; where
+either happens, a new run begins: a restarted process counts from a new origin), and counts only where it
+is a timeline: over the job's lines on the pod in the file, at least two of its steps, and twice as many
+as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by job, pod and
 thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
 line of the job on that pod in that file from its first line on, and two lanes that show it count it once.
 """
@@ -126,17 +126,19 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # a line whose two sides drift by opposite amounts is that line's own time (stamped late, a pause
     # between reading elapsedMs and the clock), not a step: it is left as logged
     el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], jitter_ms).alias("_spike"))
+    # whether elapsedMs is a timeline is the logger's habit: it is judged over every lane of the job on
+    # the pod in the file (one thread alone may log too few lines to tell)
     timeline = (
-        el.group_by("_g")
+        el.group_by("_p")
         .agg(
             (pl.col("_drift").is_not_null() & ~pl.col("_off")).sum().alias("_agree"),
             pl.col("_off").sum().alias("_disagree"),
         )
         .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
-        .select("_g")
+        .select("_p")
     )
     steps = (
-        el.join(timeline, on="_g", how="semi")
+        el.join(timeline, on="_p", how="semi")
         .filter(pl.col("_off") & ~pl.col("_spike"))
         .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el")
         .sort("_p", "line")

@@ -140,7 +140,12 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         "file",
         (
             (pl.col("_down") > pl.col("_up"))
-            | ((pl.col("_down") == pl.col("_up")) & (pl.col("_back") > pl.col("_ahead")))
+            # (one pair of lines that runs back is a step as likely as a file written backwards)
+            | (
+                (pl.col("_down") == pl.col("_up"))
+                & (pl.col("_back") > pl.col("_ahead"))
+                & (pl.col("_back") >= 2)
+            )
         ).alias("_reversed"),
         # a file whose runs' lifecycles go forward in line order in some places and backward in others
         # (lines shuffled, sorted by another key, put together from several sources) is in no write
