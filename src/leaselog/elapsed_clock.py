@@ -144,6 +144,30 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .sort("_p", "line")
     )
     steps = steps.filter(~same_step(jitter_ms))
+    # a step moves every line after it against every line before it (back to the step before): where an
+    # earlier line of the job on the pod agrees with the step's first line, the line before it was of
+    # another origin (two attempts of one pod interleaved without ids or threads), not a step
+    steps = steps.with_row_index("_s").with_columns(
+        pl.col("line").shift(1).over("_p").fill_null(-1).alias("_since")
+    )
+    at = narrow.join(steps.select("_s", "_p", "line"), on=["_p", "line"]).select(
+        "_s", pl.col("t_wall").alias("_tl"), pl.col("elapsed_ms").alias("_el")
+    )
+    agreed = (
+        narrow.filter(pl.col("elapsed_ms").is_not_null() & pl.col("_p").is_in(steps["_p"].unique().implode()))
+        .join(steps.select("_s", "_p", "_since", "prev_line").join(at, on="_s"), on="_p")
+        .filter((pl.col("line") >= pl.col("_since")) & (pl.col("line") < pl.col("prev_line")))
+        .filter(
+            (
+                (pl.col("_tl") - pl.col("t_wall")).dt.total_microseconds() / 1000
+                - (pl.col("_el") - pl.col("elapsed_ms"))
+            ).abs()
+            <= jitter_ms
+        )
+        .select("_s")
+        .unique()
+    )
+    steps = steps.join(agreed, on="_s", how="anti").drop("_s", "_since")
     if not steps.height:
         return none
     # another lane's line between the two that show the step (a renewal thread's, say) was logged after
