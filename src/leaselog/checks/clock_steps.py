@@ -15,9 +15,9 @@ put the lines after a backward step before the ones they follow. A file written 
 is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
 backwards in line order, or, where they cannot tell, its lines' times mostly do.
 
-Job-scoped: the lines compared are one thread's (else one execution's) on one pod in one file for a log
-running backwards, one execution's for elapsedMs. One row per step of the pod's clock: the lanes that each
-show it (overlapping spans, alike in size) count once. A file whose runs' lifecycles go forward in some
+Job-scoped: the lines compared are one thread's on one pod in one file (all of the pod's where no thread is
+named) for a log running backwards, one execution's for elapsedMs. One row per step of the pod's clock: the
+lanes that each show it (overlapping spans, alike in size) count once. A file whose runs' lifecycles go forward in some
 places and backward in others (shuffled, sorted by another key) is in no write order: its line order
 shows no step.
 """
@@ -109,8 +109,8 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "elapsed_ms",
             undone.is_not_null().alias("_moved"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
-            # other, whatever execution they are of), else the execution
-            pl.coalesce(pl.col("thread"), pl.lit("\x00") + pl.col("execution_id")).alias("_lane"),
+            # other, whatever execution they are of); a log that names no thread is one lane per pod
+            pl.col("thread").fill_null("").alias("_lane"),
         )
         .with_columns(pl.col("pod").fill_null("").alias("_pod"))
         .sort([*_GROUP, "line"])
