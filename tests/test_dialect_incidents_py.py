@@ -118,6 +118,32 @@ def test_a_leader_at_default_verbosity_is_quiet_however_long_it_holds(tmp_path: 
     assert not _alarms(a)
 
 
+def test_a_crashed_leader_is_not_taken_to_act_after_the_next_one_acquired(tmp_path: Path) -> None:
+    # the leader logs nothing after its acquisition (killed); the other replica takes the lease once it has
+    # gone unrenewed for the LeaseDuration, and leads: no overlap, no zombie
+    lock = "kube-system/report-controller"
+    crashed = [
+        f"I1201 10:00:00.101234       1 leaderelection.go:250] attempting to acquire leader lease {lock}...",
+        f"I1201 10:00:00.180456       1 leaderelection.go:260] successfully acquired lease {lock}",
+    ]
+    successor = [
+        f"I1201 10:00:01.002345       1 leaderelection.go:250] attempting to acquire leader lease {lock}...",
+        f"I1201 10:00:17.520118       1 leaderelection.go:260] successfully acquired lease {lock}",
+    ]
+    # a third replica, turned away while the successor leads (-v=4)
+    third = [
+        f"I1201 10:00:40.000000       1 leaderelection.go:352] lock is held by successor-5c7b and has not yet expired: {lock}"
+    ]
+    (tmp_path / "leader-7d9f.log").write_text("\n".join(crashed) + "\n")
+    (tmp_path / "successor-5c7b.log").write_text("\n".join(successor) + "\n")
+    (tmp_path / "third-9a1e.log").write_text("\n".join(third) + "\n")
+    a = leaselog.analyze(str(tmp_path), lease_ttl="15s")
+    kinds = {f.kind for f in _alarms(a)}
+    assert "overlapping_executions" not in kinds and "lease_outlived" not in kinds
+    assert a.executions.filter(pl.col("acquired_at").is_not_null()).height == 2
+    assert "lock_denied" in set(a.events["event"])
+
+
 def test_a_leader_that_keeps_renewing_is_quiet(tmp_path: Path) -> None:
     name = "report-controller-5c7b9d8f6-q4m2t.log"
     (tmp_path / name).write_text((K8S / name).read_text())

@@ -68,7 +68,8 @@ def library_leases(ev: pl.DataFrame) -> pl.DataFrame | None:
 
 def run_to_job_end(ex: pl.DataFrame, ev: pl.DataFrame, flags: pl.DataFrame | None) -> pl.DataFrame:
     """`ex` with the `end` of each open run of a holder that acts until it loses moved to its job's last
-    logged moment (wall clock only)."""
+    logged moment (wall clock only), or to the next other acquisition of the job if that comes first: once
+    another holder has the key, nothing says this one still acts (a crashed leader logs nothing more)."""
     if flags is None or not flags["holds"].any():
         return ex
     last = (
@@ -78,9 +79,11 @@ def run_to_job_end(ex: pl.DataFrame, ev: pl.DataFrame, flags: pl.DataFrame | Non
         .agg(pl.col("t").max().alias("_job_end"))
     )
     holds = flags.lazy().filter("holds").select(*EXEC_KEYS, pl.lit(True).alias("_holds"))
+    following = next_acquisition(ex.select("job_id", "acquired_at"))
     extended = (
         ex.lazy()
         .select(*EXEC_KEYS, "end", "end_kind", "clock")
+        .with_columns(following)
         .join(holds, on=EXEC_KEYS, how="left", nulls_equal=True, maintain_order="left")
         .join(last, on="job_id", how="left", nulls_equal=True, maintain_order="left")
         .select(
@@ -89,13 +92,22 @@ def run_to_job_end(ex: pl.DataFrame, ev: pl.DataFrame, flags: pl.DataFrame | Non
                 & (pl.col("end_kind") == "open")
                 & (pl.col("clock") == "wall")
             )
-            .then(pl.max_horizontal("end", "_job_end"))
+            .then(pl.max_horizontal("end", pl.min_horizontal("_job_end", "_next_at")))
             .otherwise(pl.col("end"))
             .alias("end")
         )
         .collect()
     )
     return ex.with_columns(extended["end"])
+
+
+def next_acquisition(acquisitions: pl.DataFrame) -> pl.Series:
+    """For each row (`job_id`, `acquired_at`), the first other acquisition of the job after it (null: none),
+    in the rows' order, as `_next_at`."""
+    order = acquisitions.with_row_index("_i").sort("job_id", "acquired_at", "_i", nulls_last=True)
+    return order.select("_i", pl.col("acquired_at").shift(-1).over("job_id").alias("_next_at")).sort("_i")[
+        "_next_at"
+    ]
 
 
 def bound_expiry(leases: pl.DataFrame, flags: pl.DataFrame | None) -> pl.DataFrame:
@@ -105,10 +117,7 @@ def bound_expiry(leases: pl.DataFrame, flags: pl.DataFrame | None) -> pl.DataFra
     if flags is None or not flags["unlogged"].any():
         return leases.with_columns(pl.lit(False).alias("unlogged"))
     # the first other acquisition of the key after each lease's own
-    order = leases.select(*EXEC_KEYS, "acquired_at").with_row_index("_i").sort("job_id", "acquired_at", "_i")
-    following = order.select("_i", pl.col("acquired_at").shift(-1).over("job_id").alias("_next_at")).sort(
-        "_i"
-    )["_next_at"]
+    following = next_acquisition(leases.select("job_id", "acquired_at"))
     lower = pl.col("expires_at")
     with_next = leases.with_columns(following.alias("_next_at")).join(
         flags.select(*EXEC_KEYS, pl.col("unlogged").alias("_silent")),
