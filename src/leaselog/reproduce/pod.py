@@ -130,18 +130,33 @@ class PodLog:
     """
 
     def __init__(
-        self, path: Path, truth: Path, job_id: str, execution_id: str, pod: str, clock_offset_ms: int = 0
+        self,
+        path: Path,
+        truth: Path,
+        job_id: str,
+        execution_id: str,
+        pod: str,
+        clock_offset_ms: int = 0,
+        clock_step: tuple[float, int] | None = None,
     ) -> None:
         self._log = path.open("a", encoding="utf-8")
         self._truth = truth.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         self.job_id, self.execution_id, self.pod = job_id, execution_id, pod
         self.offset_ns = clock_offset_ms * 1_000_000
+        # (CLOCK_MONOTONIC ms, step ms): from that moment on the logging clock is off by the step more, as
+        # after an NTP step or a manual `date -s`; elapsedMs (monotonic) does not step
+        self.clock_step = clock_step
         self.t0 = mono_ms()
+
+    def logged_ns(self, wall_ns: int, m: float) -> int:
+        """The wall time this pod's clock shows at true wall time `wall_ns` (monotonic moment `m`)."""
+        step = self.clock_step
+        return wall_ns + self.offset_ns + (step[1] * 1_000_000 if step and m >= step[0] else 0)
 
     def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
         """A line unrelated to leases, as real logs have between lease events (leaselog must ignore it)."""
-        ts = iso_ms(time.time_ns() + self.offset_ns)
+        ts = iso_ms(self.logged_ns(time.time_ns(), mono_ms()))
         thread = threading.current_thread().name
         line = {
             "ts": ts,
@@ -176,8 +191,10 @@ class PodLog:
             wall_ns = time.time_ns()
             m = mono_ms()
             line: dict[str, Any] = {
-                "ts": iso_ms(wall_ns + self.offset_ns),
-                "level": "WARN" if event in ("ownership_lost", "job_stop_requested") else "INFO",
+                "ts": iso_ms(self.logged_ns(wall_ns, m)),
+                "level": "WARN"
+                if event in ("ownership_lost", "job_stop_requested", "lock_reconnected")
+                else "INFO",
                 "jobId": self.job_id,
                 "executionId": execution_id or self.execution_id,
                 "pod": self.pod,
