@@ -391,7 +391,14 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
     plans = [draw(5, i) for i in range(300)]
     assert draw(5, 17) == plans[17]
     assert plan_from_dict(dataclasses.asdict(plans[3])) == plans[3]
-    assert {p.fault for p in plans} == set(FAULTS)
+    assert {p.fault for p in plans} == {*FAULTS, "failover"}
+    # the failover (one execution per pod: B fired after the promotion) and the clock steps (either way,
+    # 0.5-3 s, on one pod)
+    fo = [p for p in plans if p.fault == "failover"]
+    assert fo and all(p.layout == "pods" and p.kinds == ("failover",) for p in fo)
+    assert all(p.pods[1].fire_ms is not None and p.pods[1].fire_ms > p.fault_at_ms + p.fault_ms for p in fo)
+    steps = [p.clock_step_ms for p in plans if "clock_step" in p.kinds]
+    assert min(steps) < 0 < max(steps) and all(500 <= abs(s) <= 3000 for s in steps)
     assert {q.path for p in plans if p.layout == "pods" for q in p.pods[1:]} == set(PATHS)
     assert {p.shape for p in plans} == set(shapes.SHAPES)
     assert {len(p.pods) for p in plans if p.layout == "pods"} == {2, 3, 4, 5}
