@@ -53,16 +53,18 @@ def with_lab_faults(plan: Plan, rng: random.Random) -> Plan:
     A failover replaces the drawn fault: the replica is cut off before A acquires, the primary is killed
     `fault_at_ms` after A started and the replica promoted `fault_ms` later; pod B is fired a moment after
     the promotion (by a trigger the harness fires: a redelivery would wait for A's entry to idle). A clock
-    step: one pod's logging clock steps by 0.5-3 s, forward or backward, at a moment drawn over the run.
+    step: one pod's logging clock steps by 0.5-3 s, forward or backward, `clock_step_at_ms` after its
+    first lease line (a moment drawn over its work).
     """
     failover, step = rng.random() < FAILOVER_SHARE, rng.random() < CLOCK_STEP_SHARE
-    role = rng.choice([p.role for p in plan.pods])
+    stepped = rng.choice(plan.pods)
     size = rng.choice((-1, 1)) * rng.randint(500, 3000)
     lease = plan.lease_ms
     a = plan.pods[0]
     work = max(a.units_list or (a.units,)) * UNIT_MS
-    span = work + max((t for p in plan.pods for t in p.ticks_ms), default=0)
-    step_at = rng.randint(200, 400 + span)
+    # the step comes after the pod's first lease line, mostly while it still logs (before its work is done)
+    span = max(stepped.units_list or (stepped.units,)) * UNIT_MS + max(stepped.ticks_ms, default=0)
+    step_at = rng.randint(50, max(100, int(span * 0.9)))
     kill_at = min(int(lease * rng.uniform(0.05, 0.4)), int(work * 0.8))
     gap = rng.randint(20, max(21, int(lease * 0.2)))
     b_at = kill_at + gap + rng.randint(10, max(11, int(lease * 0.25)))
@@ -73,7 +75,9 @@ def with_lab_faults(plan: Plan, rng: random.Random) -> Plan:
         pods = (a, dataclasses.replace(b, path=path, fire_ms=b_at, dies_after_trigger=False), *plan.pods[2:])
         return dataclasses.replace(plan, fault="failover", fault_at_ms=kill_at, fault_ms=gap, pods=pods)
     if step:
-        return dataclasses.replace(plan, clock_step_role=role, clock_step_ms=size, clock_step_at_ms=step_at)
+        return dataclasses.replace(
+            plan, clock_step_role=stepped.role, clock_step_ms=size, clock_step_at_ms=step_at
+        )
     return plan
 
 

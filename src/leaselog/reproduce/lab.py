@@ -151,18 +151,24 @@ class _Run:
         self.acl_user = f"leaselog-lab-{self.run_id}-a"
         self.acl_password = uuid.uuid4().hex
         self.pair: LockPair | None = None  # the lock's own primary and replica (a failover run)
-        self.spawned = 0.0  # CLOCK_MONOTONIC ms when the pods were first started (a clock step's origin)
+
+    def stepped(self, p: PodPlan) -> int:
+        """The step `p`'s host clock has taken already (a pod restarted after a crash keeps it)."""
+        f = self.scratch / f"{p.pod}.clock.json"
+        return int(json.loads(f.read_text(encoding="utf-8"))["stepMs"]) if f.exists() else 0
 
     def clocks(self) -> dict[str, list[dict[str, Any]]]:
         """Each pod's logging clock as a function of true time: its offset from `fromMono` on (None: from
-        the start)."""
-        plan = self.plan
+        the start); a stepped pod wrote when its clock stepped (a pod that logged no lease line never did)."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for p in plan.pods:
+        for p in self.plan.pods:
             out[p.pod] = [{"fromMono": None, "offsetMs": p.clock_offset_ms}]
-            if plan.clock_step_ms and p.role == plan.clock_step_role:
-                at = round(self.spawned + plan.clock_step_at_ms, 3)
-                out[p.pod].append({"fromMono": at, "offsetMs": p.clock_offset_ms + plan.clock_step_ms})
+            f = self.scratch / f"{p.pod}.clock.json"
+            if f.exists():
+                step = json.loads(f.read_text(encoding="utf-8"))
+                out[p.pod].append(
+                    {"fromMono": step["fromMono"], "offsetMs": p.clock_offset_ms + step["stepMs"]}
+                )
         return out
 
     def spawn(self, p: PodPlan, runs_before: int = 0) -> None:
@@ -218,15 +224,20 @@ class _Run:
             "--completion",
             plan.completion,
             "--clock-offset-ms",
-            str(p.clock_offset_ms),
+            str(p.clock_offset_ms + self.stepped(p)),
         ]
         if plan.renew:
             args.append("--renew")
         if self.pair is not None:
             args += ["--lock-redis", self.pair.primary_url, "--primary-key", primary_key(self.prefix)]
-        if plan.clock_step_ms and p.role == plan.clock_step_role:
-            at = self.spawned + plan.clock_step_at_ms
-            args += ["--clock-step-ms", str(plan.clock_step_ms), "--clock-step-at-mono", f"{at:.3f}"]
+        if plan.clock_step_ms and p.role == plan.clock_step_role and not self.stepped(p):
+            args += [
+                "--clock-step-ms",
+                str(plan.clock_step_ms),
+                "--clock-step-after-ms",
+                str(plan.clock_step_at_ms),
+            ]
+            args += ["--clock-file", str(self.scratch / f"{p.pod}.clock.json")]
         if p.path == "retry":
             args += ["--attempt", "2"]
         if p.role == "A":
@@ -462,7 +473,6 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
             # the replica is partitioned off before anyone acquires: it will miss A's SET NX and INCR
             run.pair.cut()
         run.client.xadd(run.k["stream"], {"jobId": run.job_id, "report": "monthly-revenue"})
-        run.spawned = mono_ms()
         for p in plan.pods:
             run.spawn(p)
         if plan.layout == "pods":
@@ -494,6 +504,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 raise ReproduceError(f"pod-{role.lower()} exited with {rc}{run.stderr_tail()}")
         effects = run.client.lrange(run.k["effects"], 0, -1)
         moments = run.moments()
+        clocks = run.clocks()
     finally:
         run.cleanup()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -503,7 +514,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
         "plan": asdict(plan),
         "job": run.job_id,
         "offsets": {p.pod: p.clock_offset_ms for p in plan.pods},
-        "clocks": run.clocks(),
+        "clocks": clocks,
         "faults": run.faults,
         "fired": run.fired,
         "effects": effects,

@@ -49,7 +49,7 @@ class Plan:
     pods: tuple[PodPlan, ...] = field(default_factory=tuple)
     layout: str = "pods"  # pods: one execution per pod; else a layout of layouts.py
     id_style: str = "unique"  # what each execution logs as its id: unique | counter | reused
-    # one pod's logging clock steps once by clock_step_ms, clock_step_at_ms after the pods were started
+    # one pod's logging clock steps once by clock_step_ms, clock_step_at_ms after its first lease line
     clock_step_role: str = ""
     clock_step_ms: int = 0
     clock_step_at_ms: int = 0

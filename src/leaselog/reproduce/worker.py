@@ -102,7 +102,8 @@ class Pod:
             a.execution_id,
             a.pod,
             a.clock_offset_ms,
-            (a.clock_step_at_mono, a.clock_step_ms) if a.clock_step_ms else None,
+            (a.clock_step_after_ms, a.clock_step_ms) if a.clock_step_ms else None,
+            Path(a.clock_file) if a.clock_file else None,
         )
         self.triggers = a.threads.split(",") if a.threads else [a.trigger]
         self._count = threading.Lock()

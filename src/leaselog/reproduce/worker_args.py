@@ -59,7 +59,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--retry-on-failure", action="store_true", help="queue a retry when not completed")
     p.add_argument("--clock-offset-ms", type=int, default=0, help="this pod's wall clock is off by this")
     p.add_argument("--clock-step-ms", type=int, default=0, help="the pod's wall clock steps by this, once")
-    p.add_argument("--clock-step-at-mono", type=float, default=0.0, help="when (CLOCK_MONOTONIC ms)")
+    p.add_argument(
+        "--clock-step-after-ms", type=int, default=0, help="when: after the pod's first lease line"
+    )
+    p.add_argument("--clock-file", default=None, help="where the pod writes when its clock stepped (truth)")
     p.add_argument("--wait-for", default=None, help="keep working until this marker exists")
     p.add_argument("--progress-note", default=None, help="log this job_progress line when the work ends")
     p.add_argument("--tail-units", type=int, default=0, help="units of work after --wait-for is met")
