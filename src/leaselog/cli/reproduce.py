@@ -86,6 +86,10 @@ def reproduce_command(
             help="random: only the runs that draw one of these kinds (comma-separated: failover, clock_step)."
         ),
     ] = None,
+    without: Annotated[
+        str | None,
+        typer.Option(help="random: draw none of these kinds (comma-separated: failover, clock_step)."),
+    ] = None,
 ) -> None:
     """Run a lease incident for real against Redis (worker pods are separate processes), then analyze
     what they logged, and hold the analysis against what the run measured itself (truth.json).
@@ -133,6 +137,7 @@ def reproduce_command(
                 shape,
                 quiet,
                 only,
+                without,
             )
         )
     from rich.table import Table
@@ -213,6 +218,7 @@ def reproduce_lab(
     shape: str | None,
     quiet: bool,
     only: str | None = None,
+    without: str | None = None,
 ) -> int:
     """`reproduce random` / `reproduce replay DIR` (leaselog.reproduce.lab_cli)."""
     from leaselog.reproduce import lab_cli
@@ -237,5 +243,11 @@ def reproduce_lab(
         start=start,
         jobs=jobs,
         quiet=quiet,
-        only=tuple(k.strip().replace("-", "_") for k in only.split(",") if k.strip()) if only else (),
+        only=run_kinds(only),
+        without=run_kinds(without),
     )
+
+
+def run_kinds(option: str | None) -> tuple[str, ...]:
+    """`failover,clock-step` -> ("failover", "clock_step")."""
+    return tuple(k.strip().replace("-", "_") for k in (option or "").split(",") if k.strip())

@@ -379,11 +379,13 @@ def run_campaign(
     jobs: int = 1,
     progress: ProgressFn | None = None,
     only: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
 ) -> Campaign:
     """Runs `start` .. `start + runs - 1` of campaign `seed`; `jobs` at a time, each on its own throwaway
     redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`.
     `only` (run kinds: `failover`, `clock_step`): the first `runs` runs from `start` on that draw one of
-    them (run i is still run i of the seed)."""
+    them (run i is still run i of the seed); `without`: no run draws those kinds (each run is then what
+    it would be were they not in the lab)."""
     say = progress or (lambda _m: None)
     camp = Campaign(seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -394,7 +396,7 @@ def run_campaign(
             targets.put(stack.enter_context(redis_target(redis_url)))
 
         def one(index: int) -> RunResult | str:
-            plan = draw(seed, index)
+            plan = draw(seed, index, without=without)
             folder = out / plan.name
             if folder.exists():
                 shutil.rmtree(folder)
@@ -407,7 +409,7 @@ def run_campaign(
                 targets.put(target)
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for got in pool.map(one, indices(seed, start, runs, only)):
+            for got in pool.map(one, indices(seed, start, runs, only, without)):
                 if isinstance(got, str):
                     camp.errors.append(got)
                     say(f"{got.splitlines()[0]} (could not run)")
@@ -419,17 +421,19 @@ def run_campaign(
     return camp
 
 
-def indices(seed: int, start: int, runs: int, only: tuple[str, ...] = ()) -> list[int]:
+def indices(
+    seed: int, start: int, runs: int, only: tuple[str, ...] = (), without: tuple[str, ...] = ()
+) -> list[int]:
     """The run indices a campaign plays: `runs` of them from `start`, only those of the `only` kinds."""
+    unknown = (set(only) | set(without)) - set(RUN_KINDS)
+    if unknown:
+        raise ReproduceError(f"{', '.join(sorted(unknown))}: not a run kind ({', '.join(RUN_KINDS)})")
     if not only:
         return list(range(start, start + runs))
-    unknown = set(only) - set(RUN_KINDS)
-    if unknown:
-        raise ReproduceError(f"--only: {', '.join(sorted(unknown))} is not one of {', '.join(RUN_KINDS)}")
     out: list[int] = []
     i = start
     while len(out) < runs and i < start + 1000 * runs:
-        if set(only) & set(draw(seed, i).kinds):
+        if set(only) & set(draw(seed, i, without=without).kinds):
             out.append(i)
         i += 1
     return out

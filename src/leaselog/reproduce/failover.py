@@ -47,7 +47,7 @@ UNIT_MS = 100
 LATER_PATHS = ("duplicate_publish", "scheduler", "retry", "poll")
 
 
-def with_lab_faults(plan: Plan, rng: random.Random) -> Plan:
+def with_lab_faults(plan: Plan, rng: random.Random, without: tuple[str, ...] = ()) -> Plan:
     """`plan` as drawn, or with a failover of the lock's Redis, or with a clock step on one pod.
 
     A failover replaces the drawn fault: the replica is cut off before A acquires, the primary is killed
@@ -69,12 +69,12 @@ def with_lab_faults(plan: Plan, rng: random.Random) -> Plan:
     gap = rng.randint(20, max(21, int(lease * 0.2)))
     b_at = kill_at + gap + rng.randint(10, max(11, int(lease * 0.25)))
     b_path = rng.choice(LATER_PATHS)
-    if failover and plan.layout == "pods" and len(plan.pods) > 1:
+    if failover and plan.layout == "pods" and len(plan.pods) > 1 and "failover" not in without:
         b = plan.pods[1]
         path = b.path if b.path in LATER_PATHS else b_path
         pods = (a, dataclasses.replace(b, path=path, fire_ms=b_at, dies_after_trigger=False), *plan.pods[2:])
         return dataclasses.replace(plan, fault="failover", fault_at_ms=kill_at, fault_ms=gap, pods=pods)
-    if step:
+    if step and "clock_step" not in without:
         return dataclasses.replace(
             plan, clock_step_role=stepped.role, clock_step_ms=size, clock_step_at_ms=step_at
         )

@@ -59,8 +59,9 @@ WAIT_S = 60.0
 CLOSE = "closed"
 
 
-def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
-    """The parameters of run `index` of campaign `seed` (the same numbers on every machine)."""
+def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None, without: tuple[str, ...] = ()) -> Plan:
+    """The parameters of run `index` of campaign `seed` (the same numbers on every machine); `without`
+    (run kinds: `failover`, `clock_step`) never draws those: the run is what it is with none of them."""
     rng = random.Random(f"leaselog-lab:{seed}:{index}")
     lease = rng.choice((1000, 1000, 1200, 1500, 1500, 2000, 2500))
     renew = rng.random() < 0.8
@@ -122,7 +123,7 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
     )
     # drawn apart, so that the runs that keep one execution per pod draw what they always drew
     plan = with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
-    return with_lab_faults(plan, random.Random(f"leaselog-lab-faults:{seed}:{index}"))
+    return with_lab_faults(plan, random.Random(f"leaselog-lab-faults:{seed}:{index}"), without)
 
 
 def _offset(rng: random.Random) -> int:

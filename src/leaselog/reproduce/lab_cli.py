@@ -63,6 +63,7 @@ def campaign(
     jobs: int,
     quiet: bool,
     only: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
 ) -> int:
     console = _wide(quiet)
     err = Console(stderr=True)
@@ -85,6 +86,7 @@ def campaign(
             jobs=jobs,
             progress=say,
             only=only,
+            without=without,
         )
     except ReproduceError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
