@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from leaselog.reproduce.lock_client import LockConnection, lease_client
 from leaselog.reproduce.pod import (
     ACQUIRE_LUA,
     COMPLETE_IDEMPOTENT_LUA,
@@ -169,10 +168,10 @@ class Worker:
         self.k = keys(a.prefix, a.job_id)
         # Every lease command is bounded and sent once: a stalled Redis must surface as a timeout (an
         # uncertain outcome), never as a hang, and never be silently re-sent (redis-py retries by default).
-        self.lock_url: str = a.lock_redis or a.redis
-        self.r: Any = self.lease_client(self.lock_url)
+        self.lock = LockConnection(a, lambda *x, **kw: self.log.emit(*x, **kw))
+        self.r: Any = self.lock.r
         # the queue and the result store: on the lock's server, unless the lock has a server of its own
-        self.store: Any = self.lease_client(a.redis) if a.lock_redis else self.r
+        self.store: Any = lease_client(a, a.redis) if a.lock_redis else self.r
         # coordination with the scenario may wait out a Redis stall; it must not die of it
         self.coord: Any = redis.Redis.from_url(a.redis, socket_timeout=COORDINATION_TIMEOUT_S)
         self.log: RunLog = pod.log.run(a.execution_id, a.execution_id)
@@ -195,49 +194,8 @@ class Worker:
         self.complete = self.store.register_script(COMPLETE_SCRIPTS.get(a.completion, COMPLETE_LUA))
         self.take_schedule = self.coord.register_script(SCHEDULE_TAKE_LUA)
 
-    def lease_client(self, url: str) -> Any:
-        return redis.Redis.from_url(
-            url,
-            username=self.a.redis_user,
-            password=self.a.redis_password,
-            socket_timeout=self.a.op_timeout_ms / 1000,
-            socket_connect_timeout=max(1.0, self.a.op_timeout_ms / 1000),
-            retry=Retry(NoBackoff(), 0),
-        )
-
     def lease(self, script: Any, keys: list[str], args: list[Any]) -> Any:
-        """One lease command on the lock's primary. When the lock's server is gone and a new primary has
-        been named (a failover run: the harness plays Sentinel), reconnect to it, log `lock_reconnected`,
-        and send the command there once (as a client library replays a command after a reconnect)."""
-        try:
-            return script(keys=keys, args=args, client=self.r)
-        except redis.ConnectionError as e:
-            if not self.a.primary_key or not self.reconnect(type(e).__name__):
-                raise
-        return script(keys=keys, args=args, client=self.r)
-
-    def reconnect(self, cause: str) -> bool:
-        try:
-            url = self.coord.get(self.a.primary_key)
-        except redis.RedisError:
-            return False
-        url = url.decode() if isinstance(url, bytes) else url
-        if not url or url == self.lock_url:
-            return False  # no new primary yet: the command failed
-        old, self.lock_url = self.lock_url, url
-        self.r.close()
-        self.r = self.lease_client(url)
-        addr, was = (
-            url.removeprefix("redis://").removesuffix("/0"),
-            old.removeprefix("redis://").removesuffix("/0"),
-        )
-        self.log.emit(
-            "lock_reconnected",
-            f"report lock: connection to {was} lost ({cause}); master changed, reconnected to {addr} (role master)",
-            primary=addr,
-            previousPrimary=was,
-        )
-        return True
+        return self.lock.call(script, keys, args)
 
     # -- coordination -------------------------------------------------------------------------------
     def mark(self, name: str) -> None:
