@@ -207,3 +207,30 @@ def test_a_figure_may_be_off_by_the_steps_it_spans_and_no_more() -> None:
     beyond = copy.deepcopy(found)
     beyond[1]["durationMs"] = 2300.0  # off by 2100 ms: more than the step + 50 ms
     assert _bad(score(overlap, _doc(*beyond))) == [("figure_error", "overlapping_executions")]
+
+
+def test_concurrent_leases_are_optional_after_a_release_that_failed() -> None:
+    """A's renewal and its release hit the gap before the promotion (errors), then B acquires: by A's lines
+    its lease could still be valid, but a failed release may have deleted the key: the logs cannot tell."""
+    gap = copy.deepcopy(FAILOVER)
+    gap["moments"]["pod-a"] = [
+        _m("job_triggered", -5, trigger="stream"),
+        _m("lock_acquired", 0, fencingToken=1),
+        _m("job_started", 1),
+        _m("lease_renewal", 120, renewalOutcome="error"),
+        _m("job_stop_requested", 121, reason="ownership_uncertain"),
+        _m("job_stopped", 180),
+        _m("lock_released", 181, releaseOutcome="error"),
+    ]
+    (e,) = [e for e in expectations(gap) if e.kind == "concurrent_leases"]
+    assert e.optional and e.figure == 800
+    base = [
+        _f("renewal_failed", ["attempt-a"]),
+        _f("second_attempt", ["attempt-a", "attempt-b"], trigger="retry"),
+    ]
+    assert _bad(score(gap, _doc(*base))) == []
+    # a release that deleted nothing is no such doubt: A's lease stood
+    kept = copy.deepcopy(gap)
+    kept["moments"]["pod-a"][-1] = _m("lock_released", 181, released=False)
+    (e,) = [e for e in expectations(kept) if e.kind == "concurrent_leases"]
+    assert not e.optional
