@@ -358,7 +358,13 @@ class Campaign:
             "tableNoIds": self.table(ids=False),
             "totals": {"ids": self.totals(), "noIds": self.totals(ids=False)},
             "byRunKind": {
-                k: {"ids": self.totals(True, k), "noIds": self.totals(False, k)}
+                k: {
+                    "ids": self.totals(True, k),
+                    "noIds": self.totals(False, k),
+                    "table": self.table(True, k),
+                    "tableNoIds": self.table(False, k),
+                    "runs": [r.plan.name for r in self.of_kind(k)],
+                }
                 for k in RUN_KINDS
                 if self.of_kind(k)
             },
