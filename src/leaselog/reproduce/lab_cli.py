@@ -148,11 +148,18 @@ def by_run_kind(camp: Campaign) -> Table | None:
         "figure_errors",
         "stepAllowed",
         "unchecked",
+        "differentRuns",
+        "differentRenderings",
     )
     t.add_column("runs of")
     t.add_column("logs")
     for c in cols:
-        names = {"failedRuns": "failed runs", "stepAllowed": "off by a step"}
+        names = {
+            "failedRuns": "failed runs",
+            "stepAllowed": "off by a step",
+            "differentRuns": "runs differing",
+            "differentRenderings": "renderings",
+        }
         t.add_column(names.get(c, c.replace("_", " ")), justify="right")
     for k in kinds:
         for label, ids in (("with ids", True), ("without ids", False)):
