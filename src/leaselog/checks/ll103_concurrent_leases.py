@@ -6,9 +6,15 @@ happen; it takes a failover that lost the key (asynchronous replication), clocks
 than the logs assume, or a bug in the lock. It is the sharp opposite of the article's incident, where
 the leases belonged to different periods and only the *executions* overlapped (overlapping_executions).
 
+Where the logs show why, the finding says it: a worker's `lock_reconnected` line (its lock client lost
+the connection and reconnected, to a new primary after a failover: "master changed") inside the two
+leases' window, and one fencing token handed to both (the promoted replica lost the counter's increment
+along with the key).
+
 Best practice: know the lock's failover behaviour and topology (a replica promoted without the key hands
-it out again), protect writes with fencing tokens the destination enforces, and keep pod clocks
-synchronised so the logs can tell a lock failure from clock skew.
+it out again), protect writes with fencing tokens the destination enforces, make a lock count only once a
+replica has it (`WAIT 1 <ms>` after the `SET NX`, or `min-replicas-to-write` on the lock's Redis), and
+keep pod clocks synchronised so the logs can tell a lock failure from clock skew.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import polars as pl
 
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, evidence, ms_expr, one_or_two, pairs_of
+from leaselog.checks.frames import details, events_where, evidence, ms_expr, one_or_two, pairs_of
 from leaselog.checks.phrasing import durations, moments, text
 
 _COLS = [
@@ -69,8 +75,36 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     ).join(lz, on=["job_id", "execution_id"], how="left", maintain_order="left")
 
 
+def reconnects(found: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:
+    """`found` with the first `lock_reconnected` line of each of the pair's executions between the earlier
+    acquisition and the end of the later lease (`reconnect_t`/`_file`/`_line`/`_message`, `_b` for b)."""
+    rc = events_where(
+        ctx, pl.col("event") == "lock_reconnected", ["job_id", "execution_id", "t", "file", "line", "message"]
+    )
+    keys = found.with_row_index("_pair").select("_pair", "job_id", "acquired_at", "valid_until_b")
+    out = found.with_row_index("_pair")
+    for suffix in ("", "_b"):
+        who = found.with_row_index("_pair").select(
+            "_pair", pl.col(f"execution_id{suffix}").alias("execution_id")
+        )
+        first = (
+            keys.join(who, on="_pair")
+            .join(rc, on=["job_id", "execution_id"])
+            .filter((pl.col("t") >= pl.col("acquired_at")) & (pl.col("t") <= pl.col("valid_until_b")))
+            .sort("_pair", "t")
+            .group_by("_pair", maintain_order=True)
+            .first()
+            .select(
+                "_pair",
+                *(pl.col(c).alias(f"reconnect_{c}{suffix}") for c in ("t", "file", "line", "message")),
+            )
+        )
+        out = out.join(first, on="_pair", how="left", maintain_order="left")
+    return out.drop("_pair")
+
+
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    found = pairs(ctx.executions, ctx.leases)
+    found = reconnects(pairs(ctx.executions, ctx.leases), ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
     proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
@@ -117,11 +151,73 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.col("acquired_line_b"),
                 pl.format("{} acquires while {}'s lease is valid", b_id, a_id),
             ),
+            (pl.col("reconnect_file"), pl.col("reconnect_line"), pl.format("{} reconnects to Redis", a_id)),
+            (
+                pl.col("reconnect_file_b"),
+                pl.col("reconnect_line_b"),
+                pl.format("{} reconnects to Redis", b_id),
+            ),
         ).alias("evidence"),
         details(
             confirmLatencyMs=pl.col("confirm_latency_ms"),
             fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
         ).alias("details"),
+    )
+
+
+def _why(rows: pl.DataFrame) -> pl.Expr:
+    """What the logs say made both leases valid: a reconnect to Redis (a failover), one token twice."""
+    a, b = text("execution_id"), text("execution_id_b")
+    first_b = pl.col("reconnect_t_b").is_not_null() & (
+        pl.col("reconnect_t").is_null() | (pl.col("reconnect_t_b") < pl.col("reconnect_t"))
+    )
+    told = (
+        pl.when(first_b)
+        .then(
+            pl.format(
+                ' {} logged at {} that its lock client reconnected to Redis ("{}")',
+                b,
+                moments(rows, "reconnect_t_b", "clock_b"),
+                text("reconnect_message_b"),
+            )
+        )
+        .when(pl.col("reconnect_t").is_not_null())
+        .then(
+            pl.format(
+                ' {} logged at {} that its lock client reconnected to Redis ("{}")',
+                a,
+                moments(rows, "reconnect_t", "clock"),
+                text("reconnect_message"),
+            )
+        )
+    )
+    both = pl.col("reconnect_t").is_not_null() & pl.col("reconnect_t_b").is_not_null()
+    reconnect = pl.concat_str(
+        told,
+        pl.when(both)
+        .then(pl.format(", and {} too", pl.when(first_b).then(a).otherwise(b)))
+        .otherwise(pl.lit("")),
+        pl.lit(": a failover, to a primary that did not have the key."),
+    )
+    token = pl.col("fencing_token").is_not_null() & (pl.col("fencing_token") == pl.col("fencing_token_b"))
+    twice = pl.format(
+        " Both were handed fencing token {}: the counter went back with the key, so a resource that checks "
+        "tokens cannot tell their writes apart.",
+        text("fencing_token"),
+    )
+    failover = pl.col("reconnect_t").is_not_null() | pl.col("reconnect_t_b").is_not_null() | token
+    return pl.concat_str(
+        reconnect.fill_null(""),
+        pl.when(token).then(twice).otherwise(pl.lit("")),
+        pl.when(failover)
+        .then(
+            pl.lit(
+                " Remedies: fencing tokens the resource checks (from a counter that survives a failover), and "
+                "a lock that counts only once a replica has it: `WAIT 1 <ms>` after the `SET NX`, or "
+                "`min-replicas-to-write` on the lock's Redis."
+            )
+        )
+        .otherwise(pl.lit("")),
     )
 
 
@@ -150,6 +246,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 moments(rows, "valid_until", "clock"),
                 durations(rows["size_ms"]),
             ),
+            _why(rows),
             pl.when(pl.col("clocks_disagree"))
             .then(
                 pl.format(
