@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 import leaselog
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs" / "dialects"
@@ -55,6 +57,91 @@ def test_leader_election_at_default_verbosity_claims_no_zombie_without_a_lease_l
     kinds = {f.kind for f in a.finding_list}
     assert "renewal_failed" in kinds and "second_attempt" in kinds
     assert "lease_outlived" not in kinds
+
+
+def _default_verbosity(tmp_path: Path, names: tuple[str, ...] | None = None) -> Path:
+    """The sample as client-go logs it below -v=5: no `successfully renewed` line."""
+    for f in K8S.iterdir():
+        if names is None or f.name in names:
+            kept = [ln for ln in f.read_text().splitlines() if "renewed lease" not in ln]
+            (tmp_path / f.name).write_text("\n".join(kept) + "\n")
+    return tmp_path
+
+
+def test_frozen_leader_at_default_verbosity_gives_the_overlap_and_a_bounded_zombie(tmp_path: Path) -> None:
+    a = leaselog.analyze(str(_default_verbosity(tmp_path)), lease_ttl="15s")
+    got = _by_kind(a)
+    # the other replica acquired at 10:00:37.520118 and acts from then on (its controller's lines are not
+    # lease lines: a leader holds until it logs the loss); the frozen one lost leadership at 10:00:43.316871
+    (overlap,) = got["overlapping_executions"]
+    assert overlap.duration_ms == 5796.753
+    # the leader's renewals are unlogged: its lease lapsed between acquisition + 15 s (10:00:15.180456) and
+    # the other replica's acquisition; the truth (last renewal 10:00:20.190852 + 15 s) is 8126.019 ms
+    (outlived,) = got["lease_outlived"]
+    assert outlived.duration_ms == 5796.753 <= 8126.019
+    assert outlived.details["zombieAtMostMs"] == 28136.415 >= 8126.019
+    assert "at least" in outlived.message and "-v=5" in outlived.message
+    # no clock-skew bound from a handover whose expiry is only bounded
+    assert not any("clock is at most" in f.message for f in a.finding_list)
+    (second,) = got["second_attempt"]
+    assert second.duration_ms is None and "renewals are not logged" in second.message
+
+
+def test_a_leader_at_default_verbosity_is_quiet_however_long_it_holds(tmp_path: Path) -> None:
+    # a minute of leadership with no renewal logged, four times the LeaseDuration, while the other replica
+    # polls and is turned away (-v=4): the leader's renewals are just unlogged
+    lock = "kube-system/report-controller"
+    leader = [
+        f"I1201 10:00:00.101234       1 leaderelection.go:250] attempting to acquire leader lease {lock}...",
+        f"I1201 10:00:00.180456       1 leaderelection.go:260] successfully acquired lease {lock}",
+        *(
+            f'I1201 10:00:{s:02d}.402317       1 controller.go:120] "Reconciled report" duration="212ms"'
+            for s in range(6, 60, 6)
+        ),
+    ]
+    follower = [
+        f"I1201 10:00:01.002345       1 leaderelection.go:250] attempting to acquire leader lease {lock}...",
+        *(
+            f"I1201 10:00:{s:02d}.010000       1 leaderelection.go:352] lock is held by leader-7d9f and has "
+            f"not yet expired"
+            for s in range(2, 60, 2)
+        ),
+    ]
+    (tmp_path / "leader-7d9f.log").write_text("\n".join(leader) + "\n")
+    (tmp_path / "follower-5c7b.log").write_text("\n".join(follower) + "\n")
+    a = leaselog.analyze(str(tmp_path), lease_ttl="15s")
+    assert {e for e in a.events["event"]} >= {"lock_acquired", "lock_denied"}
+    # the leader holds, as far as the logs go (to the last denial), with its lease's end unknown
+    (held,) = a.executions.filter(pl.col("acquired_at").is_not_null()).iter_rows(named=True)
+    assert held["end"].isoformat().endswith("10:00:58.010000+00:00") and held["runtime_ms"] > 45_000
+    assert held["lease_end"] == "renewals_unlogged" and held["expires_at"] is None
+    assert not _alarms(a)
+
+
+def test_a_crashed_leader_is_not_taken_to_act_after_the_next_one_acquired(tmp_path: Path) -> None:
+    # the leader logs nothing after its acquisition (killed); the other replica takes the lease once it has
+    # gone unrenewed for the LeaseDuration, and leads: no overlap, no zombie
+    lock = "kube-system/report-controller"
+    crashed = [
+        f"I1201 10:00:00.101234       1 leaderelection.go:250] attempting to acquire leader lease {lock}...",
+        f"I1201 10:00:00.180456       1 leaderelection.go:260] successfully acquired lease {lock}",
+    ]
+    successor = [
+        f"I1201 10:00:01.002345       1 leaderelection.go:250] attempting to acquire leader lease {lock}...",
+        f"I1201 10:00:17.520118       1 leaderelection.go:260] successfully acquired lease {lock}",
+    ]
+    # a third replica, turned away while the successor leads (-v=4)
+    third = [
+        f"I1201 10:00:40.000000       1 leaderelection.go:352] lock is held by successor-5c7b and has not yet expired: {lock}"
+    ]
+    (tmp_path / "leader-7d9f.log").write_text("\n".join(crashed) + "\n")
+    (tmp_path / "successor-5c7b.log").write_text("\n".join(successor) + "\n")
+    (tmp_path / "third-9a1e.log").write_text("\n".join(third) + "\n")
+    a = leaselog.analyze(str(tmp_path), lease_ttl="15s")
+    kinds = {f.kind for f in _alarms(a)}
+    assert "overlapping_executions" not in kinds and "lease_outlived" not in kinds
+    assert a.executions.filter(pl.col("acquired_at").is_not_null()).height == 2
+    assert "lock_denied" in set(a.events["event"])
 
 
 def test_a_leader_that_keeps_renewing_is_quiet(tmp_path: Path) -> None:

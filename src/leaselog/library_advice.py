@@ -39,6 +39,16 @@ _REGISTRY = (
     "expireAfter above the longest run. Its acquired line's lockedAt is stale: leaselog takes the line's time."
 )
 
+# (rule label prefix, advice) for findings that say a lease's renewals went unlogged
+_UNLOGGED_ADVICE = (
+    (
+        "k8s-leader-election/",
+        " client-go logs a successful renewal only at -v=5: run the component with -v=5 to measure when the "
+        "lease lapsed.",
+    ),
+)
+_UNLOGGED_SAYS = "renewals are not logged"
+
 _NO_TTL = (
     " {library} never logs its lease length, and no --lease-ttl was given: whether and for how long a run "
     "outlived its lease cannot be measured; pass --lease-ttl ({what})."
@@ -82,7 +92,8 @@ def library_advice(
     labels: dict[str | None, set[str]] = {}
     for job, names in labelled.group_by("job_id").agg(pl.col("raw_event").unique()).iter_rows():
         labels[job] = set(names)
-    if not any(any(lbl.startswith(p) for p, _, _ in _ADVICE for lbl in s) for s in labels.values()):
+    prefixes = [p for p, _, _ in _ADVICE] + [p for p, _ in _UNLOGGED_ADVICE]
+    if not any(any(lbl.startswith(p) for p in prefixes for lbl in s) for s in labels.values()):
         return findings
     message = findings["message"].to_list()
     for i, (job, kind) in enumerate(findings.select("job_id", "kind").iter_rows()):
@@ -92,6 +103,10 @@ def library_advice(
         for prefix, kinds, advice in _ADVICE:
             if kind in kinds and any(lbl.startswith(prefix) for lbl in seen) and advice not in message[i]:
                 message[i] += advice
+        if _UNLOGGED_SAYS in message[i]:
+            for prefix, advice in _UNLOGGED_ADVICE:
+                if any(lbl.startswith(prefix) for lbl in seen) and advice not in message[i]:
+                    message[i] += advice
         if lease_ttl_ms is None and kind in ("overlapping_executions", "stale_release", "release_failed"):
             for prefix, library, what in _TTL_UNLOGGED:
                 if any(lbl.startswith(prefix) for lbl in seen):

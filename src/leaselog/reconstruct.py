@@ -22,6 +22,7 @@ import polars as pl
 from leaselog.config import Settings
 from leaselog.execution_runs import identity_names
 from leaselog.schema import schema
+from leaselog.unlogged_renewals import UNLOGGED, bound_expiry, library_leases, run_to_job_end
 
 EXEC_KEYS = ["job_id", "execution_id"]
 # the executions frame's columns, in their documented order (`leaselog.schema`): the frame is built in
@@ -381,6 +382,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     ev = events if events["seq"].is_sorted() else events.sort("seq")
     default_ttl = settings.lease_ttl_ms
     ex = _per_execution(ev).with_columns(identity_names().alias("execution_from")).drop("identity")
+    library = library_leases(ev)  # what lock libraries leave unlogged (None: no such library's line)
     # an attempt that never ran: denied the lock, or triggered and nothing after (see the module doc)
     never_ran = (pl.col("_n_ran") == 0) & (
         pl.col("denied_at").is_not_null() | (pl.col("_n_triggered") == pl.col("n_events"))
@@ -412,6 +414,7 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             # last line of the execution, wherever it stands: the moment it is last known to be alive
             pl.when(~pl.col("_never_ran")).then(pl.coalesce("ended_at", "last_seen")).alias("end"),
         )
+        .pipe(run_to_job_end, ev, library)
         .pipe(_attach, elapsed_bounds(ev))
         .with_columns(
             pl.when(pl.col("_never_ran"))
@@ -458,6 +461,15 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
         .with_columns(
             (pl.col("last_confirmed_at") + pl.duration(milliseconds=pl.col("ttl_ms"))).alias("expires_at"),
         )
+        .pipe(bound_expiry, library)
+        .with_columns(
+            # released before the expiry (an unlogged lease that nobody took over has no known expiry: any
+            # release of it came before)
+            (
+                (pl.col("released_at") <= pl.col("expires_at"))
+                | (pl.col("unlogged") & pl.col("expires_at").is_null() & pl.col("released_at").is_not_null())
+            ).alias("_in_time"),
+        )
         .with_columns(
             # a release that timed out or errored may have deleted the key (Redis ran it, the reply was
             # lost): from then on the lease is no longer proven valid, and another owner's acquisition
@@ -465,29 +477,28 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
             (
                 pl.col("release_deleted").is_null()
                 & pl.col("release_outcome").is_in(["timeout", "error"])
-                & (pl.col("released_at") <= pl.col("expires_at"))
+                & pl.col("_in_time")
             ).alias("_release_unknown"),
         )
         .with_columns(
             pl.when(
-                (pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at")))
-                | pl.col("_release_unknown")
+                (pl.col("release_deleted").fill_null(False) & pl.col("_in_time")) | pl.col("_release_unknown")
             )
             .then(pl.col("released_at"))
             .otherwise(pl.col("expires_at"))
             .alias("valid_until"),
             pl.when(pl.col("ttl_ms").is_null())
             .then(pl.lit("unknown_ttl"))
-            .when(
-                pl.col("release_deleted").fill_null(False) & (pl.col("released_at") <= pl.col("expires_at"))
-            )
+            .when(pl.col("release_deleted").fill_null(False) & pl.col("_in_time"))
             .then(pl.lit("released"))
             .when(pl.col("_release_unknown"))
             .then(pl.lit("release_unknown"))
+            .when(pl.col("unlogged"))
+            .then(pl.lit(UNLOGGED))
             .otherwise(pl.lit("expired"))
             .alias("end_reason"),
         )
-        .drop("_release_unknown", "release_outcome")
+        .drop("_release_unknown", "release_outcome", "_in_time", "unlogged")
     )
     ex = _attach(
         ex, leases.select(*EXEC_KEYS, "expires_at", "valid_until", "end_reason", "last_confirmed_at")

@@ -210,12 +210,19 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ),
         ("end", _T, "execution interval end: ended_at, else last_seen"),
         ("runtime_ms", _F, "end - start"),
-        ("expires_at", _T, "its lease's expiry: last confirmed renewal (or acquisition) + TTL"),
+        (
+            "expires_at",
+            _T,
+            "its lease's expiry: last confirmed renewal (or acquisition) + TTL; renewals_unlogged: the next "
+            "holder's acquisition, the latest it can have been (null: nobody took the key after it)",
+        ),
         ("valid_until", _T, "its lease's end: an owner-checked release before expiry, else expires_at"),
         (
             "lease_end",
             _S,
-            "how its lease ended: released, release_unknown (timed out or errored), expired, unknown_ttl (null: no lease)",
+            "how its lease ended: released, release_unknown (timed out or errored), expired, renewals_unlogged "
+            "(the lock library logs no successful renewal: expired by expires_at at the latest), unknown_ttl "
+            "(null: no lease)",
         ),
         ("last_confirmed_at", _T, "its lease's acquisition or last renewal that succeeded in time"),
         (
@@ -243,12 +250,13 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("last_confirmed_line", _I, "line of that acquisition or renewal (evidence)"),
         ("last_confirmed_file", _S, "file of that line (evidence)"),
         ("confirm_latency_ms", _F, "latency of that call: Redis started the TTL somewhere inside it"),
-        ("expires_at", _T, "last_confirmed_at + TTL"),
+        ("expires_at", _T, "last_confirmed_at + TTL (renewals_unlogged: the next holder's acquisition)"),
         ("valid_until", _T, "the lease's end: an owner-checked release before expiry, else expires_at"),
         (
             "end_reason",
             _S,
-            "released, release_unknown (a release that timed out or errored), expired, or unknown_ttl",
+            "released, release_unknown (a release that timed out or errored), expired, renewals_unlogged, or "
+            "unknown_ttl",
         ),
     ),
     "renewals": _cols(

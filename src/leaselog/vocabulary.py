@@ -22,6 +22,9 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     # Not in the article's vocabulary, but in its demo: a line proving the execution was alive then
     # (`still_running_after_b_started`, heartbeats, progress lines).
     "job_progress",
+    # The lock's client lost its Redis connection and reconnected, to a new primary after a failover
+    # (`master changed`): what a lease held on the old primary may not have survived.
+    "lock_reconnected",
 )
 
 # alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)
@@ -67,6 +70,10 @@ EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
     "still_running_after_b_started": ("job_progress", {}),
     "heartbeat": ("job_progress", {}),
     "progress": ("job_progress", {}),
+    "reconnected": ("lock_reconnected", {}),
+    "redis_reconnected": ("lock_reconnected", {}),
+    "lock_client_reconnected": ("lock_reconnected", {}),
+    "master_changed": ("lock_reconnected", {}),
 }
 
 # canonical field -> source keys (after nested objects are flattened to dotted keys), in precedence order.

@@ -391,7 +391,14 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
     plans = [draw(5, i) for i in range(300)]
     assert draw(5, 17) == plans[17]
     assert plan_from_dict(dataclasses.asdict(plans[3])) == plans[3]
-    assert {p.fault for p in plans} == set(FAULTS)
+    assert {p.fault for p in plans} == {*FAULTS, "failover"}
+    # the failover (one execution per pod: B fired after the promotion) and the clock steps (either way,
+    # 0.5-3 s, on one pod)
+    fo = [p for p in plans if p.fault == "failover"]
+    assert fo and all(p.layout == "pods" and p.kinds == ("failover",) for p in fo)
+    assert all(p.pods[1].fire_ms is not None and p.pods[1].fire_ms > p.fault_at_ms + p.fault_ms for p in fo)
+    steps = [p.clock_step_ms for p in plans if "clock_step" in p.kinds]
+    assert min(steps) < 0 < max(steps) and all(500 <= abs(s) <= 3000 for s in steps)
     assert {q.path for p in plans if p.layout == "pods" for q in p.pods[1:]} == set(PATHS)
     assert {p.shape for p in plans} == set(shapes.SHAPES)
     assert {len(p.pods) for p in plans if p.layout == "pods"} == {2, 3, 4, 5}
@@ -405,6 +412,12 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
             assert all(q.ticks_ms and q.threads == ("tick",) for q in p.pods)
     assert {p.completion for p in plans} == {"fenced", "idempotent", "plain", "none"}
     assert any(p.renew for p in plans) and not all(p.renew for p in plans)
+    # without the failover and the clock step, a run is drawn as if the lab had neither
+    for i, p in enumerate(plans[:60]):
+        bare = draw(5, i, without=("failover", "clock_step"))
+        assert not bare.kinds
+        if not p.kinds:
+            assert bare == p
     for p in plans:
         assert 1000 <= p.lease_ms <= 3000
         assert p.renewal_ms + p.op_timeout_ms < p.lease_ms - p.margin_ms
@@ -442,21 +455,54 @@ def test_the_campaign_runs_and_keeps_what_it_scored(ci_campaign: Any) -> None:
     assert table["second_attempt"]["expected"] >= 1
 
 
+def _no_step(camp: Any) -> list[Any]:
+    """The campaign's runs but those with a clock step (scored apart: leaselog has no clock-step checks yet)."""
+    return [r for r in camp.results if "clock_step" not in r.plan.kinds]
+
+
 @pytest.mark.redis
 def test_the_campaign_misses_nothing_and_reads_every_shape_alike(ci_campaign: Any) -> None:
     """The gating part of the campaign: what happened is reported (no miss), and the same run gives the same
     findings in every log shape. Neither depends on how loaded the machine is: a stalled pod logs late, but
-    what it logs still happened, and the shapes are renderings of the same lines."""
+    what it logs still happened, and the shapes are renderings of the same lines. A failover run is held to
+    it too; the clock-step runs are held apart (below)."""
     camp, _out = ci_campaign
+    assert any("failover" in r.plan.kinds for r in camp.results)
     missed = {
         r.plan.name: [f"{i.kind}: {i.why[:120]}" for i in r.score.items if i.status == "missed"]
-        for r in camp.results
+        for r in _no_step(camp)
     }
     assert {name: m for name, m in missed.items() if m} == {}
     with_ids = {
-        r.plan.name: {s: d for s, d in r.shape_diffs.items() if not s.endswith(NO_IDS)} for r in camp.results
+        r.plan.name: {s: d for s, d in r.shape_diffs.items() if not s.endswith(NO_IDS)}
+        for r in _no_step(camp)
     }
     assert {name: d for name, d in with_ids.items() if d} == {}
+
+
+@pytest.mark.redis
+@pytest.mark.xfail(
+    strict=False,
+    reason="leaselog takes a stepped clock at face value (no clock_step / clock_contradiction checks yet, "
+    "clocks win over causal order): a step reorders or stretches what the stepped pod logged, which shows "
+    "as false overlaps and concurrent leases, missed second attempts, and no clock_step where one is due",
+)
+def test_the_campaigns_clock_step_runs_are_read_right(ci_campaign: Any) -> None:
+    camp, _out = ci_campaign
+    stepped = [r for r in camp.results if "clock_step" in r.plan.kinds]
+    assert stepped
+    bad = {
+        r.plan.name: [
+            f"{i.status} {i.kind}: {i.why[:120]}"
+            for s in (r.score, r.score_no_ids)
+            if s is not None
+            for i in s.items
+            if i.status in ("missed", "false", "figure_error", "unchecked")
+        ]
+        + [f"shape {s}" for s in r.shape_diffs]
+        for r in stepped
+    }
+    assert {name: b for name, b in bad.items() if b} == {}
 
 
 @pytest.mark.redis
@@ -472,12 +518,12 @@ def test_the_campaign_reads_the_same_without_execution_ids(ci_campaign: Any) -> 
     camp, _out = ci_campaign
     missed = {
         r.plan.name: [f"{i.kind}: {i.why[:120]}" for i in r.score_no_ids.items if i.status == "missed"]
-        for r in camp.results
+        for r in _no_step(camp)
         if r.score_no_ids is not None
     }
     assert {name: m for name, m in missed.items() if m} == {}
     no_ids = {
-        r.plan.name: {s: d for s, d in r.shape_diffs.items() if s.endswith(NO_IDS)} for r in camp.results
+        r.plan.name: {s: d for s, d in r.shape_diffs.items() if s.endswith(NO_IDS)} for r in _no_step(camp)
     }
     assert {name: d for name, d in no_ids.items() if d} == {}
 
@@ -499,7 +545,7 @@ def test_the_campaign_has_no_miss_no_false_finding_no_figure_error(ci_campaign: 
             if i.status in ("missed", "false", "figure_error")
         ]
         + [f"shape {s}" for s in r.shape_diffs]
-        for r in camp.results
+        for r in _no_step(camp)
         if r.failed
     }
     assert bad == {}

@@ -1,6 +1,8 @@
 """`leaselog watch` follows real `leaselog reproduce` pods (worker processes against a real redis-server)
-while they write: the findings come within a second of the line that establishes them, and at idle exit
-the final findings are `leaselog analyze`'s on the same files."""
+while they write: each finding comes after the line that establishes it and while the execution it is about
+still runs (its first record is `open`), and at idle exit the final findings are `leaselog analyze`'s on the
+same files. How soon is not asserted (a wall-clock bound fails on a loaded machine): the delays are in the
+assertion messages."""
 
 from __future__ import annotations
 
@@ -109,20 +111,21 @@ def test_watch_follows_reproduce_pods_live(redis_url: str, tmp_path: Path) -> No
     # the overlap: B's acquisition while A has not finished
     b_acquired = next(t for t, d in pod_b if d.get("event") == "lock_acquired")
     overlap = next(t for t, d in written if d["kind"] == "overlapping_executions")
-    assert 0 <= overlap - b_acquired < 1.0, overlap - b_acquired
+    assert overlap >= b_acquired, overlap - b_acquired
     # the lease outlived: the first line of A past its lease's expiry
     acquired = next(d for _, d in pod_a if d.get("event") == "lock_acquired")
     expiry = _ts(acquired) + timedelta(milliseconds=acquired["leaseMs"])
     past = next(t for t, d in pod_a if d.get("jobId") == run.truth["job"] and _ts(d) > expiry)
-    outlived = next(
-        t
+    outlived, outlived_state = next(
+        (t, d["state"])
         for t, d in written
         if d["kind"] == "lease_outlived" and d["certainty"] == "certain" and d["jobId"] == run.truth["job"]
     )
-    assert 0 <= outlived - past < 1.0, outlived - past
-    # it was open while A ran, final at the end
+    assert outlived >= past, outlived - past
+    # both came while A still ran (open), and are final at the end
     states = [d["state"] for _, d in written if d["kind"] == "overlapping_executions"]
-    assert states[0] == "open" and states[-1] == "final"
+    assert states[0] == "open" and states[-1] == "final", (states, overlap - b_acquired)
+    assert outlived_state == "open", (outlived_state, outlived - past)
 
     batch = leaselog.document(leaselog.analyze(logs))["findings"]
     assert {d["kind"] for d in batch} >= {"overlapping_executions", "lease_outlived", "second_attempt"}
@@ -131,12 +134,12 @@ def test_watch_follows_reproduce_pods_live(redis_url: str, tmp_path: Path) -> No
 
 @pytest.mark.xfail(
     strict=False,
-    reason="real-time reaction bounds (1 s): missed at load above ~15 while it passes alone; needs a gate "
-    "that does not depend on the machine's load",
+    reason="the watch must ask while pod A is still paused, a window of 1-2 s after expiry + skew bound: "
+    "at load above ~15 the watch can answer only after A resumed; passes alone",
 )
 def test_watch_asks_still_running_while_a_pod_is_paused(redis_url: str, tmp_path: Path) -> None:
     """`reproduce renewal`: pod A is SIGSTOPped past its lease. While it is stopped it writes nothing; the
-    wall clock passing its expiry + the skew bound gives the uncertain "still running?" within a second;
+    wall clock passing its expiry + the skew bound gives the uncertain "still running?" while it is stopped;
     A's first line after it resumes turns it into the certain lease_outlived; the end equals analyze."""
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -181,7 +184,7 @@ def test_watch_asks_still_running_while_a_pod_is_paused(redis_url: str, tmp_path
         ["attempt-a"],
     )
     expiry = datetime.fromisoformat(d_asked["start"].replace("Z", "+00:00")).timestamp() - wall_minus_mono
-    assert 0.25 <= t_asked - expiry < 0.25 + 1.0, t_asked - expiry  # expiry + skew bound, then within 1 s
+    assert t_asked - expiry >= 0.25, t_asked - expiry  # not before expiry + skew bound
     # A wrote nothing while it was asked about: its next line came later
     a_lines = [t for t, d in seen.lines["pod-a.jsonl"] if d.get("jobId") == job]
     assert any(t > t_asked for t in a_lines) and not any(expiry < t < t_asked for t in a_lines)

@@ -27,6 +27,7 @@ from leaselog.checks.frames import (
     timedelta_ms,
 )
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.unlogged_renewals import UNLOGGED
 
 _COLS = [
     "execution_id",
@@ -38,6 +39,7 @@ _COLS = [
     "acquired_at",
     "valid_until",
     "expires_at",
+    "lease_end",
     "started_line",
     "started_file",
     "acquired_line",
@@ -123,9 +125,11 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     a, b = pl.col("execution_id"), pl.col("execution_id_b")
     overlapped = (pl.col("valid_until") > pl.col("acquired_at_b")).fill_null(False)
-    # the handover's skew bound: only when the leases did not overlap and both pods are on the wall clock
+    # the handover's skew bound: only when the leases did not overlap, both pods are on the wall clock and
+    # the earlier lease's expiry is known (not only bounded by this acquisition: renewals unlogged)
     handover = (
         ~overlapped
+        & (pl.col("lease_end") != UNLOGGED)
         & pl.col("acquired_at_b").is_not_null()
         & (pl.col("clock") == "wall")
         & (pl.col("clock_b") == "wall")
@@ -204,7 +208,12 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         step_note(rows),
     )
     opening = (
-        pl.when(pl.col("acquired_at_b").is_not_null() & pl.col("valid_until").is_not_null() & ~overlapped)
+        pl.when(
+            pl.col("acquired_at_b").is_not_null()
+            & pl.col("valid_until").is_not_null()
+            & ~overlapped
+            & (pl.col("lease_end") != UNLOGGED)
+        )
         .then(
             pl.format(
                 "{} acquired {} at {} after {}'s lease {} at {}; ",
@@ -216,6 +225,18 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 .then(pl.lit("expired"))
                 .otherwise(pl.lit("ended")),
                 "valid_until_when",
+            )
+        )
+        .when(pl.col("lease_end") == UNLOGGED)
+        .then(
+            pl.format(
+                "{} acquired {} at {}, once {}'s lease had lapsed ({}'s renewals are not logged: the lock grants "
+                "the key only after the lease lapsed, so this is the latest it can have lasted); ",
+                b,
+                job,
+                "acquired_b_when",
+                a,
+                a,
             )
         )
         .otherwise(pl.format("{} started {} at {} while {} was running; ", b, job, "start_b_when", a))

@@ -17,12 +17,17 @@ from leaselog.checks.contract import Check, CheckContext, derived
 from leaselog.checks.frames import at_file, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.reconstruct import elapsed_bounds
+from leaselog.unlogged_renewals import UNLOGGED
 
 
 def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Executions whose last moment alive lies after their lease's expiry (not after a release)."""
+    """Executions whose last moment alive lies after their lease's expiry (not after a release). A lease
+    whose renewals went unlogged expired by the next holder's acquisition at the latest (`expires_at`):
+    the zombie measured from there is a lower bound."""
     return (
-        executions.filter(pl.col("expires_at").is_not_null() & (pl.col("lease_end") == "expired"))
+        executions.filter(
+            pl.col("expires_at").is_not_null() & pl.col("lease_end").is_in(["expired", UNLOGGED])
+        )
         # (elapsed_bounds reads only the events without a wall clock: picked out by the lazy engine, which
         # scans the event frame several times faster than an eager filter)
         .join(
@@ -58,8 +63,8 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     z = z.select(
         "job_id", "execution_id", "timeline", "pod", "clock", "ttl_ms", "renewals", "end_kind", "acquired_at",
         "expires_at", "end", "zombie_ms", "runtime_ms", "acquired_file", "acquired_line", "ended_file",
-        "ended_line", "last_file", "last_line", "release_deleted", "released_at", "released_file",
-        "released_line",
+        "ended_line", "last_file", "last_line", "lease_end", "last_confirmed_at", "release_deleted",
+        "released_at", "released_file", "released_line",
     )  # fmt: skip
     # who took the key over while the zombie ran (first other acquisition after the expiry)
     # (lazy: the filter copies only these columns of the wide executions frame, not all of them)
@@ -88,11 +93,20 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     z = pl.concat([taken, alone], how="diagonal_relaxed").sort("job_id", "expires_at")
     # the takeover counts only when it happened while the zombie still ran
     taken_over = pl.col("taken_over")
+    facts = {
+        "ttlMs": pl.col("ttl_ms"),
+        "runtimeMs": pl.col("runtime_ms"),
+        "openEnded": (pl.col("end_kind") == "open").fill_null(False),
+    }
     # a release that deleted the key after the logged expiry: Redis says the lease still held then, the
-    # clock says it had expired (leaselog.checks.causal): the logs disagree, nothing is proven
+    # clock says it had expired (leaselog.checks.causal): the logs disagree, nothing is proven (a lease
+    # whose renewals went unlogged has no logged expiry to contradict)
     contradicted = (
-        pl.col("release_deleted").fill_null(False) & (pl.col("released_at") > pl.col("expires_at"))
+        pl.col("release_deleted").fill_null(False)
+        & (pl.col("released_at") > pl.col("expires_at"))
+        & (pl.col("lease_end") != UNLOGGED)
     ).fill_null(False)
+    # a clock step in the execution's log: the figure may be off by up to the step
     z = step_columns(ctx, z, ("execution_id",)).with_columns(
         contradicted.alias("contradicted"), pl.lit("certain").alias("certainty")
     )
@@ -130,70 +144,112 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             ),
         ).alias("evidence"),
         with_step(
-            pl.when(pl.col("contradicted"))
+            pl.when(pl.col("lease_end") == UNLOGGED)
+            .then(
+                # renewals unlogged: the figure is a lower bound; this is the upper one (no renewal succeeded
+                # after the last one seen)
+                details(**facts, zombieAtMostMs=_at_most_ms())
+            )
+            .when(pl.col("contradicted"))
             .then(
                 details(
-                    ttlMs=pl.col("ttl_ms"),
-                    runtimeMs=pl.col("runtime_ms"),
-                    openEnded=(pl.col("end_kind") == "open").fill_null(False),
+                    **facts,
                     releaseDeletedAfterExpiryMs=(
                         pl.col("released_at") - pl.col("expires_at")
                     ).dt.total_microseconds()
                     / 1000,
                 )
             )
-            .otherwise(
-                details(
-                    ttlMs=pl.col("ttl_ms"),
-                    runtimeMs=pl.col("runtime_ms"),
-                    openEnded=(pl.col("end_kind") == "open").fill_null(False),
-                )
-            )
+            .otherwise(details(**facts))
         ).alias("details"),
     )
 
 
+def _earliest_expiry() -> pl.Expr:
+    """The earliest the lease can have expired: its last confirmed renewal (or acquisition) + TTL."""
+    return pl.col("last_confirmed_at") + pl.duration(milliseconds=pl.col("ttl_ms"))
+
+
+def _at_most_ms() -> pl.Expr:
+    return (pl.col("end") - _earliest_expiry()).dt.total_microseconds() / 1000
+
+
 def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     ck = "clock"
+    unlogged = pl.col("lease_end") == UNLOGGED
+    rows = rows.with_columns(
+        step_note(rows),
+        moments(rows.with_columns(_earliest_expiry().alias("_earliest")), "_earliest", ck).alias(
+            "earliest_when"
+        ),
+        durations(rows.select(_at_most_ms())["end"]).alias("at_most_text"),
+    )
+    bounded = pl.format(
+        "{} ({}) acquired {} at {} with a {} lease. Its renewals are not logged (the lock library logs them only "
+        "at a more verbose level, or never), so the lease lapsed between {} (the {} plus the lease length) and "
+        "{}, when {} acquired the key, which the lock grants only once the lease has lapsed. {} {}: at least {} "
+        "as a zombie without the lock (at most {}, had no renewal succeeded).",
+        text("execution_id"),
+        text("pod"),
+        text("job_id"),
+        moments(rows, "acquired_at", ck),
+        durations(rows["ttl_ms"]),
+        "earliest_when",
+        pl.when(pl.col("last_confirmed_at") == pl.col("acquired_at"))
+        .then(pl.lit("acquisition"))
+        .otherwise(pl.lit("last renewal seen")),
+        moments(rows, "expires_at", ck),
+        text("next_id"),
+        pl.when(pl.col("end_kind") == "open")
+        .then(pl.lit("Its log ends at"))
+        .otherwise(pl.lit("It kept running until")),
+        moments(rows, "end", ck),
+        durations(rows["zombie_ms"]),
+        "at_most_text",
+    )
     return rows.select(
-        pl.concat_str(
-            pl.format(
-                "{} ({}) acquired {} at {} with a {} lease; the lease expired at {} ({}) and {} {}: {} as a "
-                "zombie without the lock.",
-                text("execution_id"),
-                text("pod"),
-                text("job_id"),
-                moments(rows, "acquired_at", ck),
-                durations(rows["ttl_ms"]),
-                moments(rows, "expires_at", ck),
-                pl.when(pl.col("renewals") == 0)
-                .then(pl.lit("no renewal extended it"))
-                .otherwise(pl.lit("no later renewal was confirmed")),
-                pl.when(pl.col("end_kind") == "open")
-                .then(pl.lit("its log ends"))
-                .otherwise(pl.lit("it kept running until")),
-                moments(rows, "end", ck),
-                durations(rows["zombie_ms"]),
-            ),
-            pl.when("taken_over")
-            .then(
+        pl.when(unlogged)
+        .then(bounded)
+        .otherwise(
+            pl.concat_str(
                 pl.format(
-                    " Meanwhile {} acquired the key at {}.", text("next_id"), moments(rows, "next_at", ck)
+                    "{} ({}) acquired {} at {} with a {} lease; the lease expired at {} ({}) and {} {}: {} as a "
+                    "zombie without the lock.",
+                    text("execution_id"),
+                    text("pod"),
+                    text("job_id"),
+                    moments(rows, "acquired_at", ck),
+                    durations(rows["ttl_ms"]),
+                    moments(rows, "expires_at", ck),
+                    pl.when(pl.col("renewals") == 0)
+                    .then(pl.lit("no renewal extended it"))
+                    .otherwise(pl.lit("no later renewal was confirmed")),
+                    pl.when(pl.col("end_kind") == "open")
+                    .then(pl.lit("its log ends"))
+                    .otherwise(pl.lit("it kept running until")),
+                    moments(rows, "end", ck),
+                    durations(rows["zombie_ms"]),
+                ),
+                pl.when("taken_over")
+                .then(
+                    pl.format(
+                        " Meanwhile {} acquired the key at {}.", text("next_id"), moments(rows, "next_at", ck)
+                    )
                 )
-            )
-            .otherwise(pl.lit("")),
-            pl.when(pl.col("contradicted"))
-            .then(
-                pl.format(
-                    " Yet its release at {} deleted the key: Redis says it still held the lease then. These logs "
-                    "disagree: a clock that stepped, a renewal line missing or a wrong TTL in the log; at least one "
-                    "clock or one line is wrong, so this zombie time is not proven.",
-                    moments(rows, "released_at", ck),
+                .otherwise(pl.lit("")),
+                pl.when(pl.col("contradicted"))
+                .then(
+                    pl.format(
+                        " Yet its release at {} deleted the key: Redis says it still held the lease then. These "
+                        "logs disagree: a clock that stepped, a renewal line missing or a wrong TTL in the log; at "
+                        "least one clock or one line is wrong, so this zombie time is not proven.",
+                        moments(rows, "released_at", ck),
+                    )
                 )
+                .otherwise(pl.lit("")),
             )
-            .otherwise(pl.lit("")),
-            step_note(rows),
-        ).alias("message")
+        )
+        + pl.col("step_note")
     ).to_series()
 
 

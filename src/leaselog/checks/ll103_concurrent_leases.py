@@ -6,12 +6,15 @@ happen; it takes a failover that lost the key (asynchronous replication), clocks
 than the logs assume, or a bug in the lock. It is the sharp opposite of the article's incident, where
 the leases belonged to different periods and only the *executions* overlapped (overlapping_executions).
 
+Where the logs show why, the finding says it: a worker's `lock_reconnected` line (its lock client lost
+the connection and reconnected, to a new primary after a failover: "master changed") inside the two
+leases' window, and one fencing token handed to both (the promoted replica lost the counter's increment
+along with the key).
+
 Best practice: know the lock's failover behaviour and topology (a replica promoted without the key hands
-it out again, and a fencing counter kept in the same Redis can hand a token out twice); protect writes
-with fencing tokens the destination itself checks; make an acquisition count only once a replica has it
-(`WAIT 1 <timeout>` after `SET NX`, or `min-replicas-to-write` on the lock's Redis); keep pod clocks
-synchronised so the logs can tell a lock failure from clock skew. The finding names what made the two
-leases valid at once where the logs show it: a reconnect or failover line, a token handed out twice.
+it out again), protect writes with fencing tokens the destination enforces, make a lock count only once a
+replica has it (`WAIT 1 <ms>` after the `SET NX`, or `min-replicas-to-write` on the lock's Redis), and
+keep pod clocks synchronised so the logs can tell a lock failure from clock skew.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import polars as pl
 from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, evidence, ms_expr, one_or_two, pairs_of
+from leaselog.checks.frames import details, events_where, evidence, ms_expr, one_or_two, pairs_of
 from leaselog.checks.phrasing import durations, moments, text
 
 _COLS = [
@@ -73,85 +76,45 @@ def pairs(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     ).join(lz, on=["job_id", "execution_id"], how="left", maintain_order="left")
 
 
-# words of a line that says the lock's Redis changed under the workers: a reconnect, a new master or
-# primary, a Sentinel or Cluster failover, a replica promoted, a READONLY reply from a demoted master
-_FAILOVER = (
-    r"(?i)reconnect|master.?changed|switch.?master|fail.?over|promot|new (master|primary)|readonly|"
-    r"role.?change|\+sdown|\+odown"
-)
-
-
-def _failover_lines(ctx: CheckContext, found: pl.DataFrame) -> pl.DataFrame:
-    """Per pair, the first line of either execution (from a's acquisition to the end of the two leases)
-    whose event name, message or reason speaks of a failover or reconnect: `failover_file`,
-    `failover_line`, `failover_text`, `failover_execution`."""
-    keys = ["job_id", "execution_id", "execution_id_b"]
-    none = found.select(keys).with_columns(
-        pl.lit(None, dtype=pl.String).alias("failover_file"),
-        pl.lit(None, dtype=pl.Int64).alias("failover_line"),
-        pl.lit(None, dtype=pl.String).alias("failover_text"),
-        pl.lit(None, dtype=pl.String).alias("failover_execution"),
+def reconnects(found: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:
+    """`found` with the first `lock_reconnected` line of each of the pair's executions between the earlier
+    acquisition and the end of the later lease (`reconnect_t`/`_file`/`_line`/`_message`, `_b` for b)."""
+    rc = events_where(
+        ctx, pl.col("event") == "lock_reconnected", ["job_id", "execution_id", "t", "file", "line", "message"]
     )
-    if not found.height:
-        return none
-    said = pl.concat_str([pl.col(c).fill_null("") for c in ("raw_event", "message", "reason")], separator=" ")
-    jobs = found["job_id"].unique().implode()
-    lines = (
-        ctx.events.lazy()
-        .filter(pl.col("job_id").is_in(jobs))
-        .filter(said.str.contains(_FAILOVER))
-        .select(
-            "job_id",
-            "execution_id",
-            "t",
-            "file",
-            "line",
-            pl.coalesce(
-                *(
-                    pl.when(pl.col(c).str.contains(_FAILOVER)).then(pl.col(c))
-                    for c in ("message", "reason", "raw_event")
-                )
-            ).alias("text"),
+    keys = found.with_row_index("_pair").select("_pair", "job_id", "acquired_at", "valid_until_b")
+    out = found.with_row_index("_pair")
+    for suffix in ("", "_b"):
+        who = found.with_row_index("_pair").select(
+            "_pair", pl.col(f"execution_id{suffix}").alias("execution_id")
         )
-        .collect()
-    )
-    if not lines.height:
-        return none
-    pairs = found.select(*keys, "acquired_at", "both_until")
-    hits = pl.concat(
-        [
-            pairs.join(lines, on=["job_id", "execution_id"], how="inner"),
-            pairs.join(
-                lines.rename({"execution_id": "execution_id_b"}), on=["job_id", "execution_id_b"], how="inner"
-            ).with_columns(pl.col("execution_id_b").alias("_who")),
-        ],
-        how="diagonal_relaxed",
-    )
-    return (
-        hits.filter((pl.col("t") >= pl.col("acquired_at")) & (pl.col("t") <= pl.col("both_until")))
-        .sort("t", "line")
-        .group_by(keys, maintain_order=True)
-        .first()
-        .select(
-            *keys,
-            pl.col("file").alias("failover_file"),
-            pl.col("line").alias("failover_line"),
-            pl.col("text").str.strip_chars().str.slice(0, 120).alias("failover_text"),
-            pl.coalesce("_who", "execution_id").alias("failover_execution"),
+        first = (
+            keys.join(who, on="_pair")
+            .join(rc, on=["job_id", "execution_id"])
+            .filter((pl.col("t") >= pl.col("acquired_at")) & (pl.col("t") <= pl.col("valid_until_b")))
+            .sort("_pair", "t")
+            .group_by("_pair", maintain_order=True)
+            .first()
+            .select(
+                "_pair",
+                *(pl.col(c).alias(f"reconnect_{c}{suffix}") for c in ("t", "file", "line", "message")),
+            )
         )
-    )
+        out = out.join(first, on="_pair", how="left", maintain_order="left")
+    return out.drop("_pair")
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    # a release that deleted the key proves no one else held it before that release (leaselog.checks.causal):
-    # an acquisition the clocks put inside such a lease is a clock or a line that is wrong (clock_step,
-    # clock_contradiction), not two leases at once
+    # a release that deleted the key while its lease held proves no one else held it before that release
+    # (leaselog.checks.causal): an acquisition the clocks put inside such a lease is a clock or a line that
+    # is wrong (clock_step, clock_contradiction), not two leases at once
     found = pairs(ctx.executions, ctx.leases).join(
         refuted_leases(ctx),
         on=["job_id", "execution_id", "execution_id_b"],
         how="anti",
         maintain_order="left",
     )
+    found = reconnects(found, ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
     proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
@@ -167,18 +130,6 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     # a clock step in either execution's log: the figure may be off by up to the step
     found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
-    # what made two leases valid at once, where the logs show it: a failover line, a token handed out twice
-    found = found.join(
-        _failover_lines(ctx, found),
-        on=["job_id", "execution_id", "execution_id_b"],
-        how="left",
-        maintain_order="left",
-        nulls_equal=True,
-    ).with_columns(
-        (pl.col("fencing_token").is_not_null() & (pl.col("fencing_token") == pl.col("fencing_token_b")))
-        .fill_null(False)
-        .alias("token_twice")
-    )
     found = found.with_columns(
         step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms).alias("certainty")
     )
@@ -215,22 +166,75 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.col("acquired_line_b"),
                 pl.format("{} acquires while {}'s lease is valid", b_id, a_id),
             ),
+            (pl.col("reconnect_file"), pl.col("reconnect_line"), pl.format("{} reconnects to Redis", a_id)),
             (
-                pl.col("failover_file"),
-                pl.col("failover_line"),
-                "the lock's Redis changed (failover / reconnect)",
+                pl.col("reconnect_file_b"),
+                pl.col("reconnect_line_b"),
+                pl.format("{} reconnects to Redis", b_id),
             ),
         ).alias("evidence"),
         with_step(
             details(
                 confirmLatencyMs=pl.col("confirm_latency_ms"),
                 fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
-                fencingTokenTwice=pl.col("token_twice"),
-                failoverLine=pl.when(pl.col("failover_line").is_not_null()).then(
-                    pl.format("{}:{}", pl.col("failover_file"), pl.col("failover_line"))
-                ),
             )
         ).alias("details"),
+    )
+
+
+def _why(rows: pl.DataFrame) -> pl.Expr:
+    """What the logs say made both leases valid: a reconnect to Redis (a failover), one token twice."""
+    a, b = text("execution_id"), text("execution_id_b")
+    first_b = pl.col("reconnect_t_b").is_not_null() & (
+        pl.col("reconnect_t").is_null() | (pl.col("reconnect_t_b") < pl.col("reconnect_t"))
+    )
+    told = (
+        pl.when(first_b)
+        .then(
+            pl.format(
+                ' {} logged at {} that its lock client reconnected to Redis ("{}")',
+                b,
+                moments(rows, "reconnect_t_b", "clock_b"),
+                text("reconnect_message_b"),
+            )
+        )
+        .when(pl.col("reconnect_t").is_not_null())
+        .then(
+            pl.format(
+                ' {} logged at {} that its lock client reconnected to Redis ("{}")',
+                a,
+                moments(rows, "reconnect_t", "clock"),
+                text("reconnect_message"),
+            )
+        )
+    )
+    both = pl.col("reconnect_t").is_not_null() & pl.col("reconnect_t_b").is_not_null()
+    reconnect = pl.concat_str(
+        told,
+        pl.when(both)
+        .then(pl.format(", and {} too", pl.when(first_b).then(a).otherwise(b)))
+        .otherwise(pl.lit("")),
+        pl.lit(": a failover, to a primary that did not have the key."),
+    )
+    token = pl.col("fencing_token").is_not_null() & (pl.col("fencing_token") == pl.col("fencing_token_b"))
+    twice = pl.format(
+        " Both were handed fencing token {}: the counter went back with the key, so a resource that checks "
+        "tokens cannot tell their writes apart.",
+        text("fencing_token"),
+    )
+    failover = pl.col("reconnect_t").is_not_null() | pl.col("reconnect_t_b").is_not_null() | token
+    return pl.concat_str(
+        reconnect.fill_null(""),
+        pl.when(token).then(twice).otherwise(pl.lit("")),
+        pl.when(failover)
+        .then(
+            pl.lit(
+                " Remedies: fencing tokens the resource checks (from a counter that survives a failover), and "
+                "a lock that counts only once a replica has it: `WAIT 1 <ms>` after the `SET NX`, or "
+                "`min-replicas-to-write` on the lock's Redis."
+            )
+        )
+        .otherwise(pl.lit("")),
     )
 
 
@@ -241,6 +245,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         .then(pl.format("acquired at {}", moments(rows, "acquired_at", "clock")))
         .otherwise(pl.format("last renewed at {}", moments(rows, "last_confirmed_at", "clock")))
     )
+    rows = rows.with_columns(step_note(rows))
     return rows.select(
         pl.concat_str(
             pl.format(
@@ -259,6 +264,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 moments(rows, "valid_until", "clock"),
                 durations(rows["size_ms"]),
             ),
+            _why(rows),
             pl.when(pl.col("clocks_disagree"))
             .then(
                 pl.format(
@@ -269,36 +275,8 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 )
             )
             .otherwise(pl.lit("")),
-            pl.when(pl.col("failover_line").is_not_null())
-            .then(
-                pl.format(
-                    " The logs show the lock's Redis changing under them at {}:{} ({}: `{}`): a failover or "
-                    "reconnect to a new primary that never saw {}'s acquisition hands the key out again.",
-                    text("failover_file"),
-                    text("failover_line"),
-                    text("failover_execution"),
-                    text("failover_text"),
-                    a,
-                )
-            )
-            .otherwise(pl.lit("")),
-            pl.when(pl.col("token_twice"))
-            .then(
-                pl.format(
-                    " Both got fencing token {}: the token was handed out twice, so the counter lost its last "
-                    "increment too (as a promoted replica that missed it would): a resource checking tokens "
-                    "would accept both (keep the counter where a failover cannot lose it).",
-                    text("fencing_token"),
-                )
-            )
-            .otherwise(pl.lit("")),
-            pl.lit(
-                " Remedies: fencing tokens the resource itself checks (it refuses a token not above the highest "
-                "it has accepted), and on the lock's Redis `WAIT` (or `min-replicas-to-write`) so an "
-                "acquisition counts only once a replica holds it."
-            ),
             pl.col("caveat"),
-            step_note(rows),
+            pl.col("step_note"),
         ).alias("message")
     ).to_series()
 

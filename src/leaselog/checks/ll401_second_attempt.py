@@ -26,6 +26,7 @@ from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import at_file, evidence, ms_expr, one_or_two, skew_details
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.reconstruct import NEVER_RAN
+from leaselog.unlogged_renewals import UNLOGGED
 
 TRIGGERS = ("redelivery", "duplicate_publish", "scheduler", "retry", "poll", "unknown")
 _RETRY = ["retry", "retried", "retrying", "backoff"]
@@ -52,6 +53,7 @@ _COLS = [
     "acquired_at",
     "denied_at",
     "valid_until",
+    "lease_end",
     "finish_status",
     "first_file",
     "first_line",
@@ -160,7 +162,10 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     )
     return chosen.with_columns(
         kind.alias("trigger_path"),
-        ms_expr("valid_until", "acquired_at_new").alias("since_expiry_ms"),
+        # (a lease whose renewals went unlogged ended when this one was acquired at the latest: no time since)
+        pl.when(pl.col("lease_end") != UNLOGGED)
+        .then(ms_expr("valid_until", "acquired_at_new"))
+        .alias("since_expiry_ms"),
         (pl.col("end") > pl.col("start_new")).fill_null(False).alias("earlier_still_running"),
     ).sort("job_id", "first_seen_new")
 
@@ -408,6 +413,16 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     old,
                     "expired_when",
                     "since_text",
+                )
+            )
+            .when(pl.col("lease_end") == UNLOGGED)
+            .then(
+                pl.format(
+                    " It acquired the lock at {}, once {}'s lease had lapsed ({}'s renewals are not logged, so when "
+                    "is not known): lease expiry explains why it could acquire, the trigger explains why it tried.",
+                    "acquired_when",
+                    old,
+                    old,
                 )
             )
             .when(pl.col("denied_at_new").is_not_null())

@@ -40,6 +40,7 @@ from leaselog.config import Settings
 from leaselog.durations import format_duration
 from leaselog.findings import Severity
 from leaselog.reconstruct import EXEC_KEYS
+from leaselog.unlogged_renewals import UNLOGGED
 
 CODE = "LL701"
 KIND = "lease_settings"
@@ -95,9 +96,18 @@ def partial(ctx: CheckContext) -> Partial:
         "acquired_line",
     ).collect()
     renewals = (
-        ctx.renewals.join(ex.select(*EXEC_KEYS, *_KEYS).collect(), on=EXEC_KEYS, how="inner")
+        ctx.renewals.join(ex.select(*EXEC_KEYS, *_KEYS, "lease_end").collect(), on=EXEC_KEYS, how="inner")
         .select(
-            *_KEYS, "seq", "execution_id", "latency_ms", "gap_ms", "renewal_outcome", "late", "file", "line"
+            *_KEYS,
+            "seq",
+            "execution_id",
+            "latency_ms",
+            # the spacing of renewals the library does not log (only their failures) is no spacing
+            pl.when(pl.col("lease_end") != UNLOGGED).then(pl.col("gap_ms")).alias("gap_ms"),
+            "renewal_outcome",
+            "late",
+            "file",
+            "line",
         )
         .sort("seq")
     )
@@ -306,7 +316,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             "configured"
             if ctx.settings.renewal_interval_ms is not None
             else "observed median"
-            if r["renewal_count"]
+            if r["gap_median"] is not None
             else "the article's trial value"
         )
         max_rt_raw = 1.5 * (r["p99"] or 0.0)

@@ -80,6 +80,16 @@ def reproduce_command(
     shape: Annotated[
         str | None, typer.Option(help="replay: score this log shape instead of the drawn one.")
     ] = None,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            help="random: only the runs that draw one of these kinds (comma-separated: failover, clock_step)."
+        ),
+    ] = None,
+    without: Annotated[
+        str | None,
+        typer.Option(help="random: draw none of these kinds (comma-separated: failover, clock_step)."),
+    ] = None,
 ) -> None:
     """Run a lease incident for real against Redis (worker pods are separate processes), then analyze
     what they logged, and hold the analysis against what the run measured itself (truth.json).
@@ -92,7 +102,7 @@ def reproduce_command(
 
     [bold]crash[/bold]: pod A killed (SIGKILL) mid-job; B takes over the redelivered request after A's lease expires.
 
-    [bold]random[/bold]: a randomized campaign (--runs, --seed): lease, renewal, retry policy, 1-5 pods, a fault (SIGSTOP, CLIENT PAUSE, SIGKILL, ACL network cut, slow unit), trigger paths, fencing, clock offsets and the log shape drawn per run, and pods that run the job several times (a scheduler firing every few seconds, two worker threads, a redelivery to the same pod; ids unique, counted per pod or reused); each run's findings scored against its truth, per kind, with execution ids and again with every id removed. Failed runs are kept under --out (default ./leaselog-lab/seed-S/).
+    [bold]random[/bold]: a randomized campaign (--runs, --seed): lease, renewal, retry policy, 1-5 pods, a fault (SIGSTOP, CLIENT PAUSE, SIGKILL, ACL network cut, slow unit, a failover of the lock's Redis to a replica that missed the acquisition), a clock step on one pod, trigger paths, fencing, clock offsets and the log shape drawn per run, and pods that run the job several times (a scheduler firing every few seconds, two worker threads, a redelivery to the same pod; ids unique, counted per pod or reused); each run's findings scored against its truth, per kind, with execution ids and again with every id removed. Failed runs are kept under --out (default ./leaselog-lab/seed-S/).
 
     [bold]replay[/bold] DIR: score a kept lab run again (after a fix).
 
@@ -113,7 +123,21 @@ def reproduce_command(
     if scenario in ("random", "replay"):
         raise typer.Exit(
             reproduce_lab(
-                scenario, folder, out, redis_url, runs, seed, start, keep, jobs, report, diff, shape, quiet
+                scenario,
+                folder,
+                out,
+                redis_url,
+                runs,
+                seed,
+                start,
+                keep,
+                jobs,
+                report,
+                diff,
+                shape,
+                quiet,
+                only,
+                without,
             )
         )
     from rich.table import Table
@@ -193,6 +217,8 @@ def reproduce_lab(
     diff: bool,
     shape: str | None,
     quiet: bool,
+    only: str | None = None,
+    without: str | None = None,
 ) -> int:
     """`reproduce random` / `reproduce replay DIR` (leaselog.reproduce.lab_cli)."""
     from leaselog.reproduce import lab_cli
@@ -217,4 +243,11 @@ def reproduce_lab(
         start=start,
         jobs=jobs,
         quiet=quiet,
+        only=run_kinds(only),
+        without=run_kinds(without),
     )
+
+
+def run_kinds(option: str | None) -> tuple[str, ...]:
+    """`failover,clock-step` -> ("failover", "clock_step")."""
+    return tuple(k.strip().replace("-", "_") for k in (option or "").split(",") if k.strip())

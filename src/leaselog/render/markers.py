@@ -57,6 +57,7 @@ MARKERS: dict[str, tuple[str, str, str]] = {
     "lock_released": ("released", "triangle-left", LEASE_EDGE),
     "completion": ("completion", "star", "#1a7f37"),
     "job_progress": ("still running", "line-ns-open", DIM),
+    "lock_reconnected": ("reconnected (Redis)", "circle-x-open", "#fb8500"),
 }
 
 

@@ -39,7 +39,19 @@ from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
 
 ProgressFn = Callable[[str], None]
-COLUMNS = ("runs", "expected", "found", "missed", "false", "uncertain", "figure_errors", "tolerated")
+COLUMNS = (
+    "runs",
+    "expected",
+    "found",
+    "missed",
+    "false",
+    "uncertain",
+    "figure_errors",
+    "tolerated",
+    "unchecked",
+)
+# the run kinds a campaign reports apart (Plan.kinds) and can be limited to (`only`)
+RUN_KINDS = ("failover", "clock_step")
 NO_IDS = " (no ids)"  # the suffix of a rendering without execution ids
 # shapes whose pod is only told from the file name once several files share one host (the app's name): a
 # fleet of one pod cannot show it, and the shape then names the app as the pod
@@ -265,12 +277,17 @@ class Campaign:
     results: list[RunResult] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
-    def table(self, ids: bool = True) -> list[dict[str, Any]]:
-        """Per kind: runs it came up in, expected, found, missed, false, uncertain, figure errors, tolerated;
-        of the logs with execution ids, or (ids False) of the same logs without them; the differential
-        check's failures as a last row."""
+    def of_kind(self, run_kind: str | None) -> list[RunResult]:
+        """The runs of one run kind (`failover`, `clock_step`), or all of them."""
+        return [r for r in self.results if run_kind is None or run_kind in r.plan.kinds]
+
+    def table(self, ids: bool = True, run_kind: str | None = None) -> list[dict[str, Any]]:
+        """Per kind: runs it came up in, expected, found, missed, false, uncertain, figure errors, tolerated,
+        unchecked (expected of a kind this leaselog has no check for); of the logs with execution ids, or
+        (ids False) of the same logs without them; the differential check's failures as a last row."""
         rows: dict[str, Counter[str]] = {}
-        for r in self.results:
+        results = self.of_kind(run_kind)
+        for r in results:
             s = r.score if ids else r.score_no_ids
             if s is None:
                 continue
@@ -286,11 +303,12 @@ class Campaign:
                 c["uncertain"] += s.uncertain[kind]
                 c["figure_errors"] += s.count("figure_error")[kind]
                 c["tolerated"] += s.count("tolerated")[kind]
+                c["unchecked"] += s.count("unchecked")[kind]
         mine = (lambda label: not label.endswith(NO_IDS)) if ids else (lambda label: label.endswith(NO_IDS))
-        diff = Counter(shape for r in self.results for shape in r.shape_diffs if mine(shape))
+        diff = Counter(shape for r in results for shape in r.shape_diffs if mine(shape))
         out = [{"kind": k, **{c: rows[k][c] for c in COLUMNS}} for k in sorted(rows)]
         if diff:
-            n = sum(1 for r in self.results if any(mine(s) for s in r.shape_diffs))
+            n = sum(1 for r in results if any(mine(s) for s in r.shape_diffs))
             out.append(
                 {
                     "kind": "differential (shapes)" if ids else "differential (no ids vs ids)",
@@ -301,19 +319,25 @@ class Campaign:
             )
         return out
 
-    def totals(self, ids: bool = True) -> dict[str, int]:
+    def totals(self, ids: bool = True, run_kind: str | None = None) -> dict[str, int]:
         """Against the truth, summed over kinds: runs, runs that failed it, expected, found, missed, false,
-        figure errors; then the differential check: runs where a rendering differed from the flat logs
-        with ids, and how many renderings did (with ids: the other shapes; without ids: every shape)."""
-        t = [r for r in self.table(ids) if not r["kind"].startswith("differential")]
+        figure errors, unchecked; then the differential check: runs where a rendering differed from the
+        flat logs with ids, and how many renderings did (with ids: the other shapes; without ids: every
+        shape). `run_kind`: of the runs of that kind only."""
+        results = self.of_kind(run_kind)
+        t = [r for r in self.table(ids, run_kind) if not r["kind"].startswith("differential")]
         sums = {
-            c: sum(int(r[c]) for r in t) for c in ("expected", "found", "missed", "false", "figure_errors")
+            c: sum(int(r[c]) for r in t)
+            for c in ("expected", "found", "missed", "false", "figure_errors", "unchecked")
         }
-        scores = [r.score if ids else r.score_no_ids for r in self.results]
+        scores = [r.score if ids else r.score_no_ids for r in results]
+        sums["stepAllowed"] = sum(
+            len([i for i in x.items if i.status == "step_allowed"]) for x in scores if x is not None
+        )
         failed = sum(1 for x in scores if x is not None and x.failed)
-        diffs = [[s for s in r.shape_diffs if s.endswith(NO_IDS) != ids] for r in self.results]
+        diffs = [[s for s in r.shape_diffs if s.endswith(NO_IDS) != ids] for r in results]
         return {
-            "runs": len(self.results),
+            "runs": len(results),
             "failedRuns": failed,
             **sums,
             "differentRuns": sum(1 for d in diffs if d),
@@ -333,6 +357,17 @@ class Campaign:
             "table": self.table(),
             "tableNoIds": self.table(ids=False),
             "totals": {"ids": self.totals(), "noIds": self.totals(ids=False)},
+            "byRunKind": {
+                k: {
+                    "ids": self.totals(True, k),
+                    "noIds": self.totals(False, k),
+                    "table": self.table(True, k),
+                    "tableNoIds": self.table(False, k),
+                    "runs": [r.plan.name for r in self.of_kind(k)],
+                }
+                for k in RUN_KINDS
+                if self.of_kind(k)
+            },
             "shapeDiffs": {r.plan.name: r.shape_diffs for r in self.results if r.shape_diffs},
             "seconds": round(sum(r.seconds for r in self.results), 1),
         }
@@ -349,9 +384,14 @@ def run_campaign(
     start: int = 0,
     jobs: int = 1,
     progress: ProgressFn | None = None,
+    only: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
 ) -> Campaign:
     """Runs `start` .. `start + runs - 1` of campaign `seed`; `jobs` at a time, each on its own throwaway
-    redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`."""
+    redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`.
+    `only` (run kinds: `failover`, `clock_step`): the first `runs` runs from `start` on that draw one of
+    them (run i is still run i of the seed); `without`: no run draws those kinds (each run is then what
+    it would be were they not in the lab)."""
     say = progress or (lambda _m: None)
     camp = Campaign(seed)
     out.mkdir(parents=True, exist_ok=True)
@@ -362,7 +402,7 @@ def run_campaign(
             targets.put(stack.enter_context(redis_target(redis_url)))
 
         def one(index: int) -> RunResult | str:
-            plan = draw(seed, index)
+            plan = draw(seed, index, without=without)
             folder = out / plan.name
             if folder.exists():
                 shutil.rmtree(folder)
@@ -375,7 +415,7 @@ def run_campaign(
                 targets.put(target)
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for got in pool.map(one, range(start, start + runs)):
+            for got in pool.map(one, indices(seed, start, runs, only, without)):
                 if isinstance(got, str):
                     camp.errors.append(got)
                     say(f"{got.splitlines()[0]} (could not run)")
@@ -387,12 +427,30 @@ def run_campaign(
     return camp
 
 
+def indices(
+    seed: int, start: int, runs: int, only: tuple[str, ...] = (), without: tuple[str, ...] = ()
+) -> list[int]:
+    """The run indices a campaign plays: `runs` of them from `start`, only those of the `only` kinds."""
+    unknown = (set(only) | set(without)) - set(RUN_KINDS)
+    if unknown:
+        raise ReproduceError(f"{', '.join(sorted(unknown))}: not a run kind ({', '.join(RUN_KINDS)})")
+    if not only:
+        return list(range(start, start + runs))
+    out: list[int] = []
+    i = start
+    while len(out) < runs and i < start + 1000 * runs:
+        if set(only) & set(draw(seed, i, without=without).kinds):
+            out.append(i)
+        i += 1
+    return out
+
+
 def _tell(r: RunResult, say: ProgressFn) -> None:
     verdict = "FAIL" if r.failed else "ok"
     say(f"{r.plan.name} {verdict} {r.seconds:.1f}s  {r.plan.describe()}")
     for label, s in (("", r.score), ("no ids: ", r.score_no_ids)):
         for i in s.items if s is not None else []:
-            if i.status in ("missed", "false", "figure_error"):
+            if i.status in ("missed", "false", "figure_error", "step_allowed"):
                 say(f"    {label}{i.status} {i.kind} {','.join(i.execution_ids)}: {i.why[:160]}")
     for shape, d in r.shape_diffs.items():
         say(f"    shape {shape}: {'; '.join(d)[:200]}")

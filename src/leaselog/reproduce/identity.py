@@ -4,14 +4,15 @@ A lab run's truth names every attempt (`attempt-a`, `attempt-a2`, ...: pod A's f
 id its worker logged: a unique one, a counter that restarts with the process, the same id every time, or
 none at all (then leaselog names the executions it infers itself). To hold findings against the truth,
 each execution leaselog reconstructed is matched to the attempt on the same pod whose logged lines span
-the same time (the truth knows each moment's true wall time and the pod's clock offset, so it knows the
-`ts` the line was logged with), and every finding's `executionIds` is rewritten to those true names.
+the same time (the truth knows each moment's true wall time and the pod's clock offset at that moment,
+a clock step included, so it knows the `ts` the line was logged with), and every finding's `executionIds` is rewritten to those true names.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import polars as pl
@@ -34,13 +35,31 @@ def run_name(pod: str, moment: dict[str, Any]) -> str:
     return str(moment.get("run") or f"attempt-{pod.removeprefix('pod-')}")
 
 
+def clock_offset(truth: dict[str, Any], pod: str, mono: float) -> float:
+    """How far `pod`'s logging clock was off (ms) at true moment `mono` (CLOCK_MONOTONIC ms): its offset,
+    and, from a clock step on, its offset after the step (`truth["clocks"]`; older truths: `offsets`)."""
+    steps = truth.get("clocks", {}).get(pod)
+    if not steps:
+        return float(truth.get("offsets", {}).get(pod, 0))
+    now = [s for s in steps if s["fromMono"] is None or s["fromMono"] <= mono]
+    return float((now or steps[:1])[-1]["offsetMs"])
+
+
+def clock_steps(truth: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """Every clock step of the run: (pod, CLOCK_MONOTONIC ms it happened at, its size in ms, signed)."""
+    out = []
+    for pod, steps in truth.get("clocks", {}).items():
+        for before, after in pairwise(steps):
+            out.append((pod, float(after["fromMono"]), float(after["offsetMs"]) - float(before["offsetMs"])))
+    return out
+
+
 def true_runs(truth: dict[str, Any]) -> list[TrueRun]:
-    offsets = truth.get("offsets", {})
     spans: dict[tuple[str, str], list[float]] = {}
     for pod, ms in truth["moments"].items():
-        off = float(offsets.get(pod, 0))
         for m in ms:
             if "wallMs" in m:
+                off = clock_offset(truth, pod, float(m["monoMs"]))
                 spans.setdefault((pod, run_name(pod, m)), []).append(float(m["wallMs"]) + off)
     return [TrueRun(name, pod, min(ts), max(ts)) for (pod, name), ts in spans.items()]
 

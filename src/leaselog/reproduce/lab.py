@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from leaselog.reproduce.failover import LockPair, primary_key, with_lab_faults
 from leaselog.reproduce.layouts import with_layout
 from leaselog.reproduce.plan import Plan, PodPlan
 from leaselog.reproduce.pod import GROUP, keys, marker, mono_ms, signal_list
@@ -58,8 +59,9 @@ WAIT_S = 60.0
 CLOSE = "closed"
 
 
-def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
-    """The parameters of run `index` of campaign `seed` (the same numbers on every machine)."""
+def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None, without: tuple[str, ...] = ()) -> Plan:
+    """The parameters of run `index` of campaign `seed` (the same numbers on every machine); `without`
+    (run kinds: `failover`, `clock_step`) never draws those: the run is what it is with none of them."""
     rng = random.Random(f"leaselog-lab:{seed}:{index}")
     lease = rng.choice((1000, 1000, 1200, 1500, 1500, 2000, 2500))
     renew = rng.random() < 0.8
@@ -120,7 +122,8 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None) -> Plan:
         pods=tuple(pods),
     )
     # drawn apart, so that the runs that keep one execution per pod draw what they always drew
-    return with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
+    plan = with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
+    return with_lab_faults(plan, random.Random(f"leaselog-lab-faults:{seed}:{index}"), without)
 
 
 def _offset(rng: random.Random) -> int:
@@ -148,6 +151,26 @@ class _Run:
         self.lost: dict[str, int] = {}  # attempts of a killed pod that will never be done
         self.acl_user = f"leaselog-lab-{self.run_id}-a"
         self.acl_password = uuid.uuid4().hex
+        self.pair: LockPair | None = None  # the lock's own primary and replica (a failover run)
+
+    def stepped(self, p: PodPlan) -> int:
+        """The step `p`'s host clock has taken already (a pod restarted after a crash keeps it)."""
+        f = self.scratch / f"{p.pod}.clock.json"
+        return int(json.loads(f.read_text(encoding="utf-8"))["stepMs"]) if f.exists() else 0
+
+    def clocks(self) -> dict[str, list[dict[str, Any]]]:
+        """Each pod's logging clock as a function of true time: its offset from `fromMono` on (None: from
+        the start); a stepped pod wrote when its clock stepped (a pod that logged no lease line never did)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for p in self.plan.pods:
+            out[p.pod] = [{"fromMono": None, "offsetMs": p.clock_offset_ms}]
+            f = self.scratch / f"{p.pod}.clock.json"
+            if f.exists():
+                step = json.loads(f.read_text(encoding="utf-8"))
+                out[p.pod].append(
+                    {"fromMono": step["fromMono"], "offsetMs": p.clock_offset_ms + step["stepMs"]}
+                )
+        return out
 
     def spawn(self, p: PodPlan, runs_before: int = 0) -> None:
         plan = self.plan
@@ -202,10 +225,20 @@ class _Run:
             "--completion",
             plan.completion,
             "--clock-offset-ms",
-            str(p.clock_offset_ms),
+            str(p.clock_offset_ms + self.stepped(p)),
         ]
         if plan.renew:
             args.append("--renew")
+        if self.pair is not None:
+            args += ["--lock-redis", self.pair.primary_url, "--primary-key", primary_key(self.prefix)]
+        if plan.clock_step_ms and p.role == plan.clock_step_role and not self.stepped(p):
+            args += [
+                "--clock-step-ms",
+                str(plan.clock_step_ms),
+                "--clock-step-after-ms",
+                str(plan.clock_step_at_ms),
+            ]
+            args += ["--clock-file", str(self.scratch / f"{p.pod}.clock.json")]
         if p.path == "retry":
             args += ["--attempt", "2"]
         if p.role == "A":
@@ -313,6 +346,11 @@ class _Run:
     def fault_start(self) -> None:
         plan, a = self.plan, self.procs["A"]
         f: dict[str, Any] = {"kind": plan.fault, "role": "A", "plannedMs": plan.fault_ms}
+        if plan.fault == "failover" and self.pair is not None:
+            self.pair.kill_primary()
+            f["startMono"] = self.pair.events["primaryKilledMono"]
+            self.faults.append(f)
+            return
         if plan.fault in ("pause", "crash", "netcut") and not self.a_alive():
             f["skipped"] = "pod-a had already exited"
             self.faults.append(f)
@@ -345,7 +383,11 @@ class _Run:
         f = self.faults[-1] if self.faults else None
         if f is None or "skipped" in f or "endMono" in f:
             return
-        if self.plan.fault == "pause":
+        if self.plan.fault == "failover" and self.pair is not None:
+            self.pair.promote(self.client, self.prefix, self.k["lock"])
+            f.update(self.pair.events)
+            f["endMono"] = self.pair.events["promotedMono"]
+        elif self.plan.fault == "pause":
             f["endMono"] = mono_ms()
             os.kill(self.procs["A"].pid, signal.SIGCONT)
         elif self.plan.fault == "stall":
@@ -363,7 +405,7 @@ class _Run:
         for i, p in enumerate(plan.pods):
             for tick_at in p.ticks_ms:
                 actions.append((tick_at, 50 + i, lambda p=p: self.tick(p)))
-        if plan.fault in ("pause", "stall", "crash", "netcut"):
+        if plan.fault in ("pause", "stall", "crash", "netcut", "failover"):
             actions.append((plan.fault_at_ms, 100, self.fault_start))
             if plan.fault != "crash":
                 actions.append((plan.fault_at_ms + plan.fault_ms, 101, self.fault_end))
@@ -382,6 +424,8 @@ class _Run:
                     except ProcessLookupError:
                         break
                 p.wait(timeout=10)
+        if self.pair is not None:
+            self.pair.close()
         try:
             with contextlib.suppress(redis.RedisError):
                 if self.plan.fault == "netcut":
@@ -420,6 +464,15 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 channels=["*"],
                 commands=["+@all"],
             )
+        if plan.fault == "failover":
+            if not target.throwaway:
+                raise ReproduceError(
+                    "a failover run needs throwaway redis-servers (it kills the lock's primary)"
+                )
+            run.pair = LockPair()
+            run.client.set(primary_key(run.prefix), run.pair.primary_url, ex=600)
+            # the replica is partitioned off before anyone acquires: it will miss A's SET NX and INCR
+            run.pair.cut()
         run.client.xadd(run.k["stream"], {"jobId": run.job_id, "report": "monthly-revenue"})
         for p in plan.pods:
             run.spawn(p)
@@ -452,6 +505,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 raise ReproduceError(f"pod-{role.lower()} exited with {rc}{run.stderr_tail()}")
         effects = run.client.lrange(run.k["effects"], 0, -1)
         moments = run.moments()
+        clocks = run.clocks()
     finally:
         run.cleanup()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -461,6 +515,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
         "plan": asdict(plan),
         "job": run.job_id,
         "offsets": {p.pod: p.clock_offset_ms for p in plan.pods},
+        "clocks": clocks,
         "faults": run.faults,
         "fired": run.fired,
         "effects": effects,

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from leaselog.reproduce.campaign import (
     COLUMNS,
+    RUN_KINDS,
     Campaign,
     differential,
     rescore,
@@ -61,6 +62,8 @@ def campaign(
     start: int,
     jobs: int,
     quiet: bool,
+    only: tuple[str, ...] = (),
+    without: tuple[str, ...] = (),
 ) -> int:
     console = _wide(quiet)
     err = Console(stderr=True)
@@ -82,6 +85,8 @@ def campaign(
             start=start,
             jobs=jobs,
             progress=say,
+            only=only,
+            without=without,
         )
     except ReproduceError as e:
         err.print(f"[red]error:[/red] {e}", highlight=False)
@@ -127,6 +132,42 @@ def totals_of(camp: Campaign) -> Table:
     return t
 
 
+def by_run_kind(camp: Campaign) -> Table | None:
+    """The totals of the failover runs and of the clock-step runs apart, with ids and without."""
+    kinds = [k for k in RUN_KINDS if camp.of_kind(k)]
+    if not kinds:
+        return None
+    t = Table(title="failover and clock-step runs apart", title_justify="left", show_edge=False)
+    cols = (
+        "runs",
+        "failedRuns",
+        "expected",
+        "found",
+        "missed",
+        "false",
+        "figure_errors",
+        "stepAllowed",
+        "unchecked",
+        "differentRuns",
+        "differentRenderings",
+    )
+    t.add_column("runs of")
+    t.add_column("logs")
+    for c in cols:
+        names = {
+            "failedRuns": "failed runs",
+            "stepAllowed": "off by a step",
+            "differentRuns": "runs differing",
+            "differentRenderings": "renderings",
+        }
+        t.add_column(names.get(c, c.replace("_", " ")), justify="right")
+    for k in kinds:
+        for label, ids in (("with ids", True), ("without ids", False)):
+            row = camp.totals(ids, k)
+            t.add_row(k.replace("_", "-"), label, *(str(row[c]) for c in cols))
+    return t
+
+
 def _summary(camp: Campaign, folder: Path, console: Console) -> None:
     rep = camp.report()
     console.print(
@@ -134,6 +175,9 @@ def _summary(camp: Campaign, folder: Path, console: Console) -> None:
     )
     console.print(table_of(rep["tableNoIds"], "the same runs without execution ids"))
     console.print(totals_of(camp))
+    kinds = by_run_kind(camp)
+    if kinds is not None:
+        console.print(kinds)
     failed = rep["failedRuns"]
     if failed:
         shown = ", ".join(failed[:8]) + (f" and {len(failed) - 8} more" if len(failed) > 8 else "")

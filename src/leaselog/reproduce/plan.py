@@ -49,6 +49,19 @@ class Plan:
     pods: tuple[PodPlan, ...] = field(default_factory=tuple)
     layout: str = "pods"  # pods: one execution per pod; else a layout of layouts.py
     id_style: str = "unique"  # what each execution logs as its id: unique | counter | reused
+    # one pod's logging clock steps once by clock_step_ms, clock_step_at_ms after its first lease line
+    clock_step_role: str = ""
+    clock_step_ms: int = 0
+    clock_step_at_ms: int = 0
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The campaign's run kinds this run belongs to (`failover`, `clock_step`), for `--only`."""
+        return tuple(
+            k
+            for k, on in (("failover", self.fault == "failover"), ("clock_step", self.clock_step_ms != 0))
+            if on
+        )
 
     @property
     def name(self) -> str:
@@ -58,9 +71,14 @@ class Plan:
         paths = ",".join(p.path for p in self.pods[1:])
         life = f"renew {self.renewal_ms}ms" if self.renew else "no renewal"
         layout = "" if self.layout == "pods" else f"{self.layout} (ids {self.id_style}), "
+        step = (
+            f", pod-{self.clock_step_role.lower()} clock step {self.clock_step_ms:+d}ms@{self.clock_step_at_ms}ms"
+            if self.clock_step_ms
+            else ""
+        )
         return (
             f"{layout}ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
-            f"@{self.fault_at_ms}ms/{self.fault_ms}ms, {self.completion}, shape {self.shape}"
+            f"@{self.fault_at_ms}ms/{self.fault_ms}ms{step}, {self.completion}, shape {self.shape}"
         )
 
 

@@ -130,18 +130,47 @@ class PodLog:
     """
 
     def __init__(
-        self, path: Path, truth: Path, job_id: str, execution_id: str, pod: str, clock_offset_ms: int = 0
+        self,
+        path: Path,
+        truth: Path,
+        job_id: str,
+        execution_id: str,
+        pod: str,
+        clock_offset_ms: int = 0,
+        clock_step: tuple[float, int] | None = None,
+        clock_file: Path | None = None,
     ) -> None:
         self._log = path.open("a", encoding="utf-8")
         self._truth = truth.open("a", encoding="utf-8")
         self._lock = threading.Lock()
         self.job_id, self.execution_id, self.pod = job_id, execution_id, pod
         self.offset_ns = clock_offset_ms * 1_000_000
+        # (ms after the pod's first lease line, step ms): from then on the logging clock is off by the step
+        # more, as after an NTP step or a manual `date -s`; elapsedMs (monotonic) does not step. The
+        # moment it stepped (CLOCK_MONOTONIC ms) goes to `clock_file`, for the truth.
+        self.clock_step, self.clock_file = clock_step, clock_file
+        self.step_at: float | None = None
         self.t0 = mono_ms()
+
+    def logged_ns(self, wall_ns: int, m: float) -> int:
+        """The wall time this pod's clock shows at true wall time `wall_ns` (monotonic moment `m`)."""
+        stepped = self.clock_step is not None and self.step_at is not None and m >= self.step_at
+        return (
+            wall_ns + self.offset_ns + (self.clock_step[1] * 1_000_000 if self.clock_step and stepped else 0)
+        )
+
+    def _plan_step(self, m: float) -> None:
+        """At the first lease line: when the clock will step."""
+        if self.clock_step is None or self.step_at is not None:
+            return
+        self.step_at = m + self.clock_step[0]
+        if self.clock_file is not None:
+            step = {"fromMono": round(self.step_at, 3), "stepMs": self.clock_step[1]}
+            self.clock_file.write_text(json.dumps(step) + "\n", encoding="utf-8")
 
     def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
         """A line unrelated to leases, as real logs have between lease events (leaselog must ignore it)."""
-        ts = iso_ms(time.time_ns() + self.offset_ns)
+        ts = iso_ms(self.logged_ns(time.time_ns(), mono_ms()))
         thread = threading.current_thread().name
         line = {
             "ts": ts,
@@ -175,9 +204,12 @@ class PodLog:
         with self._lock:
             wall_ns = time.time_ns()
             m = mono_ms()
+            self._plan_step(m)
             line: dict[str, Any] = {
-                "ts": iso_ms(wall_ns + self.offset_ns),
-                "level": "WARN" if event in ("ownership_lost", "job_stop_requested") else "INFO",
+                "ts": iso_ms(self.logged_ns(wall_ns, m)),
+                "level": "WARN"
+                if event in ("ownership_lost", "job_stop_requested", "lock_reconnected")
+                else "INFO",
                 "jobId": self.job_id,
                 "executionId": execution_id or self.execution_id,
                 "pod": self.pod,

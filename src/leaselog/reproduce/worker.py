@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from leaselog.reproduce.lock_client import LockConnection, lease_client
 from leaselog.reproduce.pod import (
     ACQUIRE_LUA,
     COMPLETE_IDEMPOTENT_LUA,
@@ -61,10 +60,20 @@ from leaselog.reproduce.pod import (
     mono_ms,
     signal_list,
 )
+from leaselog.reproduce.worker_args import TRIGGERS, parse_args
 
-__all__ = ["GROUP", "Pod", "Worker", "keys", "main", "marker", "mono_ms", "signal_list"]
-
-TRIGGERS = ["stream", "claim", "scheduler", "retry", "poll", "tick"]
+__all__ = [
+    "GROUP",
+    "TRIGGERS",
+    "Pod",
+    "Worker",
+    "keys",
+    "main",
+    "marker",
+    "mono_ms",
+    "parse_args",
+    "signal_list",
+]
 COMPLETE_SCRIPTS = {
     "fenced": COMPLETE_LUA,
     "idempotent": COMPLETE_IDEMPOTENT_LUA,
@@ -85,7 +94,16 @@ class Pod:
 
     def __init__(self, a: argparse.Namespace) -> None:
         self.a = a
-        self.log = PodLog(Path(a.log), Path(a.truth), a.job_id, a.execution_id, a.pod, a.clock_offset_ms)
+        self.log = PodLog(
+            Path(a.log),
+            Path(a.truth),
+            a.job_id,
+            a.execution_id,
+            a.pod,
+            a.clock_offset_ms,
+            (a.clock_step_after_ms, a.clock_step_ms) if a.clock_step_ms else None,
+            Path(a.clock_file) if a.clock_file else None,
+        )
         self.triggers = a.threads.split(",") if a.threads else [a.trigger]
         self._count = threading.Lock()
         self.taken = 0
@@ -150,14 +168,10 @@ class Worker:
         self.k = keys(a.prefix, a.job_id)
         # Every lease command is bounded and sent once: a stalled Redis must surface as a timeout (an
         # uncertain outcome), never as a hang, and never be silently re-sent (redis-py retries by default).
-        self.r: Any = redis.Redis.from_url(
-            a.redis,
-            username=a.redis_user,
-            password=a.redis_password,
-            socket_timeout=a.op_timeout_ms / 1000,
-            socket_connect_timeout=max(1.0, a.op_timeout_ms / 1000),
-            retry=Retry(NoBackoff(), 0),
-        )
+        self.lock = LockConnection(a, lambda *x, **kw: self.log.emit(*x, **kw))
+        self.r: Any = self.lock.r
+        # the queue and the result store: on the lock's server, unless the lock has a server of its own
+        self.store: Any = lease_client(a, a.redis) if a.lock_redis else self.r
         # coordination with the scenario may wait out a Redis stall; it must not die of it
         self.coord: Any = redis.Redis.from_url(a.redis, socket_timeout=COORDINATION_TIMEOUT_S)
         self.log: RunLog = pod.log.run(a.execution_id, a.execution_id)
@@ -177,8 +191,11 @@ class Worker:
         self.renew = self.r.register_script(RENEW_LUA)
         self.release = self.r.register_script(RELEASE_LUA)
         self.acquire_script = self.r.register_script(ACQUIRE_LUA)
-        self.complete = self.r.register_script(COMPLETE_SCRIPTS.get(a.completion, COMPLETE_LUA))
+        self.complete = self.store.register_script(COMPLETE_SCRIPTS.get(a.completion, COMPLETE_LUA))
         self.take_schedule = self.coord.register_script(SCHEDULE_TAKE_LUA)
+
+    def lease(self, script: Any, keys: list[str], args: list[Any]) -> Any:
+        return self.lock.call(script, keys, args)
 
     # -- coordination -------------------------------------------------------------------------------
     def mark(self, name: str) -> None:
@@ -300,7 +317,9 @@ class Worker:
             sent = mono_ms()
             try:
                 token = int(
-                    self.acquire_script(keys=[self.k["lock"], self.k["fence"]], args=[self.owner, a.lease_ms])
+                    self.lease(
+                        self.acquire_script, [self.k["lock"], self.k["fence"]], [self.owner, a.lease_ms]
+                    )
                 )
             except redis.RedisError:
                 token = 0  # an uncertain acquisition counts as not acquired: do not start work
@@ -351,7 +370,7 @@ class Worker:
             sent = mono_ms()
             outcome, late = "success", False
             try:
-                ok = int(self.renew(keys=[self.k["lock"]], args=[self.owner, a.lease_ms]))
+                ok = int(self.lease(self.renew, [self.k["lock"]], [self.owner, a.lease_ms]))
                 outcome = "success" if ok == 1 else "rejected"
             except redis.TimeoutError:
                 outcome = "timeout"
@@ -375,7 +394,7 @@ class Worker:
                     # keep the stream entry ours while we hold the lease (reset its idle time), so it is
                     # redelivered only after we stop renewing (SQS-style visibility)
                     with contextlib.suppress(redis.RedisError):
-                        self.r.xclaim(self.k["stream"], GROUP, a.pod, 0, [self.entry_id], justid=True)
+                        self.store.xclaim(self.k["stream"], GROUP, a.pod, 0, [self.entry_id], justid=True)
                 self.renewed += 1
                 self.mark(f"renewed:{a.role}:{self.renewed}")
             elif outcome in ("timeout", "error") and a.renew_retry_ms and mono_ms() < self.deadline:
@@ -518,7 +537,7 @@ class Worker:
 
     def release_lease(self) -> None:
         try:
-            deleted = int(self.release(keys=[self.k["lock"]], args=[self.owner]))
+            deleted = int(self.lease(self.release, [self.k["lock"]], [self.owner]))
         except redis.TimeoutError:
             self.log.emit("lock_released", "release timed out: outcome unknown", releaseOutcome="timeout")
             return
@@ -526,64 +545,6 @@ class Worker:
             self.log.emit("lock_released", f"release failed: {type(e).__name__}", releaseOutcome="error")
             return
         self.log.emit("lock_released", f"release_deleted_{deleted}", released=bool(deleted))
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m leaselog.reproduce.worker", description=(__doc__ or "").splitlines()[0]
-    )
-    p.add_argument("--redis", required=True)
-    p.add_argument("--redis-user", default=None, help="Redis user for the lease commands (ACL)")
-    p.add_argument("--redis-password", default=None)
-    p.add_argument("--prefix", required=True)
-    p.add_argument("--job-id", required=True)
-    p.add_argument("--execution-id", required=True)
-    p.add_argument("--pod", required=True)
-    p.add_argument("--role", required=True)
-    p.add_argument("--log", required=True)
-    p.add_argument("--truth", required=True)
-    p.add_argument("--trigger", choices=TRIGGERS, required=True)
-    p.add_argument(
-        "--path", default="first", help="the true trigger path of this pod's attempts (truth only)"
-    )
-    p.add_argument("--threads", default=None, help="one trigger per worker thread, e.g. tick,tick")
-    p.add_argument("--runs", type=int, default=1, help="executions this process runs at most")
-    p.add_argument("--units-list", default=None, help="units of work of each execution in turn, e.g. 3,3,25")
-    p.add_argument("--id-style", choices=["unique", "counter", "reused"], default="unique")
-    p.add_argument("--runs-before", type=int, default=0, help="executions of this pod before a restart")
-    p.add_argument("--attempt", type=int, default=1, help="this attempt's number (the retry path counts)")
-    p.add_argument("--claim-idle-ms", type=int, default=5000)
-    p.add_argument("--start-after", default=None, help="wait for this marker before taking a trigger")
-    p.add_argument("--close-marker", default=None, help="leave without an attempt once this marker exists")
-    p.add_argument("--on-denied", choices=["wait-silent", "wait", "exit"], default="wait-silent")
-    p.add_argument("--lease-ms", type=int, default=5000)
-    p.add_argument("--renewal-ms", type=int, default=1000)
-    p.add_argument("--renew-retry-ms", type=int, default=0, help="retry an errored renewal after this")
-    p.add_argument("--margin-ms", type=int, default=500)
-    p.add_argument("--op-timeout-ms", type=int, default=500)
-    p.add_argument("--max-runtime-ms", type=int, default=20000)
-    p.add_argument("--unit-ms", type=int, default=100)
-    p.add_argument("--units", type=int, default=10)
-    p.add_argument("--slow-unit-at", type=int, default=-1, help="this unit of work takes --slow-unit-ms")
-    p.add_argument("--slow-unit-ms", type=int, default=0)
-    p.add_argument("--gap-ms", type=int, default=0)
-    p.add_argument("--renew", action="store_true")
-    p.add_argument("--fenced", action="store_true", help="same as --completion fenced")
-    p.add_argument("--completion", choices=["none", "fenced", "idempotent", "plain"], default="none")
-    p.add_argument("--die-after-trigger", action="store_true", help="SIGKILL itself before taking the lock")
-    p.add_argument("--ignore-stop", action="store_true", help="log the stop request, run on to the finish")
-    p.add_argument("--retry-on-failure", action="store_true", help="queue a retry when not completed")
-    p.add_argument("--clock-offset-ms", type=int, default=0, help="this pod's wall clock is off by this")
-    p.add_argument("--wait-for", default=None, help="keep working until this marker exists")
-    p.add_argument("--progress-note", default=None, help="log this job_progress line when the work ends")
-    p.add_argument("--tail-units", type=int, default=0, help="units of work after --wait-for is met")
-    p.add_argument("--mark-after", default=None, help="set this marker after the release")
-    a = p.parse_args(argv)
-    if a.fenced:
-        a.completion = "fenced"
-    if a.threads and any(t not in TRIGGERS for t in a.threads.split(",")):
-        p.error(f"--threads: each trigger one of {', '.join(TRIGGERS)}")
-    return a
 
 
 def main(argv: list[str] | None = None) -> int:

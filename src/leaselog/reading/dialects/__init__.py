@@ -91,6 +91,13 @@ class Dialect:
     # confirmed by the renewal thread's next line): run once on the reader's raw frame (its `dialect`
     # column names the dialect that read each row), after the rows are settled; returns the same columns
     join: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+    # its holders' successful renewals are not logged (at the default level, or ever): a lease its lines
+    # show lasts at least its length past the last renewal seen, and at most until another holder acquired
+    # the key; when no successful renewal of the job is seen on a pod, what it renewed is unknown
+    silent_renewals: bool = False
+    # a holder acts until it logs the loss of its lease or exits (leader election): a run its lines never
+    # end is the holder's for as long as the job's logs go
+    holds_until_lost: bool = False
 
     def match(
         self, message: str, record: Mapping[str, Any] | None = None
@@ -166,6 +173,10 @@ BY_NAME: dict[str, Dialect] = {d.name: d for d in DIALECTS}
 # every dialect's needles: a line with none of them is never handed to a dialect's regex
 NEEDLES: tuple[str, ...] = tuple(dict.fromkeys(n for d in DIALECTS for n in d.needles))
 NEEDLE_BYTES: tuple[bytes, ...] = tuple(n.encode() for n in NEEDLES)
+# the `raw_event` prefixes (`<dialect>/`) of the dialects whose holders' renewals go unlogged, and of those
+# whose holders act until they log the loss
+SILENT_RENEWALS: tuple[str, ...] = tuple(f"{d.name}/" for d in DIALECTS if d.silent_renewals)
+HOLDS_UNTIL_LOST: tuple[str, ...] = tuple(f"{d.name}/" for d in DIALECTS if d.holds_until_lost)
 
 
 @dataclass(frozen=True)
@@ -204,8 +215,10 @@ def rule_of(label: str) -> tuple[Dialect, Rule] | None:
 __all__ = [
     "BY_NAME",
     "DIALECTS",
+    "HOLDS_UNTIL_LOST",
     "NEEDLES",
     "NEEDLE_BYTES",
+    "SILENT_RENEWALS",
     "Dialect",
     "Hit",
     "Rule",

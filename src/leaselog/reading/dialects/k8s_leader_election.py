@@ -253,4 +253,6 @@ DIALECT = Dialect(
         "leader's lease stayed valid, other than around a takeover"
     ),
     enable="run the component with -v=5 to log renewals (-v=4 for denials)",
+    silent_renewals=True,  # `successfully renewed lease` is V(5)
+    holds_until_lost=True,  # the leader acts until OnStoppedLeading (most callers exit there)
 )

@@ -77,4 +77,5 @@ DIALECT = Dialect(
     enable="on by default (ERROR); keep org.redisson at WARN or lower",
     cannot_measure="acquisitions, successful renewals and releases (never logged): only the application's "
     "lines or --lease-ttl (lockWatchdogTimeout, 30 s by default) give the lease",
+    silent_renewals=True,  # the watchdog logs only its failures
 )

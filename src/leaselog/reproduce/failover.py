@@ -1,0 +1,220 @@
+"""The lab's failover (the lock's own Redis as a primary with one replica, and the fault that loses a
+lease) and its clock steps; `with_lab_faults` draws either into a plan.
+
+A failover run keeps its lock (the lock key and the fencing counter) on a pair of throwaway
+`redis-server`s of its own: a primary, and a replica started with `--replicaof` that authenticates to the
+primary as a replication user of its own. The stream, the markers and the result store stay on the run's
+main server (they are other systems: the queue and the resource the job writes to).
+
+The fault, as the measured incident had it:
+1. **cut**: before pod A acquires, the replica is cut off the primary: the replication user is disabled
+   (`ACL SETUSER ... off`) and its connection killed (`CLIENT KILL USER`). The replica's link is down and
+   every reconnection is refused (WRONGPASS), as a replica behind a network partition; the primary goes on
+   accepting writes (no `min-replicas-to-write`), so A's `SET NX` and its fencing `INCR` never reach the
+   replica. Pausing the replica instead (SIGSTOP, `DEBUG SLEEP`) would not lose the write: the primary's
+   bytes wait in the replica's socket buffer and are applied when it resumes.
+2. **kill**: at the drawn moment the primary is SIGKILLed (nothing it had is saved anywhere).
+3. **promote**: after the drawn gap the replica is promoted (`REPLICAOF NO ONE`), and its address is
+   published where the workers look for the primary (the harness plays Sentinel's part: a worker whose
+   lease command finds the old primary gone asks for the current one, reconnects, and logs
+   `lock_reconnected`). The promoted replica has neither A's key nor A's fencing increment: the next
+   acquirer gets the key, and A's token again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from leaselog.reproduce.plan import Plan
+from leaselog.reproduce.pod import mono_ms
+from leaselog.reproduce.server import ReproduceError, free_port
+
+START_TIMEOUT_S = 10.0
+REPL_USER = "leaselog-lab-replication"
+FAILOVER_SHARE = 0.3  # of the runs with one execution per pod
+CLOCK_STEP_SHARE = 0.2  # of the other runs
+UNIT_MS = 100
+LATER_PATHS = ("duplicate_publish", "scheduler", "retry", "poll")
+
+
+def with_lab_faults(plan: Plan, rng: random.Random, without: tuple[str, ...] = ()) -> Plan:
+    """`plan` as drawn, or with a failover of the lock's Redis, or with a clock step on one pod.
+
+    A failover replaces the drawn fault: the replica is cut off before A acquires, the primary is killed
+    `fault_at_ms` after A started and the replica promoted `fault_ms` later; pod B is fired a moment after
+    the promotion (by a trigger the harness fires: a redelivery would wait for A's entry to idle). A clock
+    step: one pod's logging clock steps by 0.5-3 s, forward or backward, `clock_step_at_ms` after its
+    first lease line (a moment drawn over its work).
+    """
+    failover, step = rng.random() < FAILOVER_SHARE, rng.random() < CLOCK_STEP_SHARE
+    stepped = rng.choice(plan.pods)
+    size = rng.choice((-1, 1)) * rng.randint(500, 3000)
+    lease = plan.lease_ms
+    a = plan.pods[0]
+    work = max(a.units_list or (a.units,)) * UNIT_MS
+    # the step comes after the pod's first lease line, mostly while it still logs (before its work is done)
+    span = max(stepped.units_list or (stepped.units,)) * UNIT_MS + max(stepped.ticks_ms, default=0)
+    step_at = rng.randint(50, max(100, int(span * 0.9)))
+    kill_at = min(int(lease * rng.uniform(0.05, 0.4)), int(work * 0.8))
+    gap = rng.randint(20, max(21, int(lease * 0.2)))
+    b_at = kill_at + gap + rng.randint(10, max(11, int(lease * 0.25)))
+    b_path = rng.choice(LATER_PATHS)
+    if failover and plan.layout == "pods" and len(plan.pods) > 1 and "failover" not in without:
+        b = plan.pods[1]
+        path = b.path if b.path in LATER_PATHS else b_path
+        pods = (a, dataclasses.replace(b, path=path, fire_ms=b_at, dies_after_trigger=False), *plan.pods[2:])
+        return dataclasses.replace(plan, fault="failover", fault_at_ms=kill_at, fault_ms=gap, pods=pods)
+    if step and "clock_step" not in without:
+        return dataclasses.replace(
+            plan, clock_step_role=stepped.role, clock_step_ms=size, clock_step_at_ms=step_at
+        )
+    return plan
+
+
+def primary_key(prefix: str) -> str:
+    """Where the workers of a failover run look up the lock's current primary (its URL)."""
+    return f"{prefix}:lock-primary"
+
+
+def _start(exe: str, port: int, folder: Path, name: str, extra: list[str]) -> subprocess.Popen[bytes]:
+    args = [
+        exe,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        # a replica's first full sync starts at once (Redis 7 waits 5 s for more replicas by default)
+        "--repl-diskless-sync-delay",
+        "0",
+        "--dir",
+        str(folder),
+        "--loglevel",
+        "notice",
+        "--logfile",
+        str(folder / f"{name}.log"),
+        *extra,
+    ]
+    return subprocess.Popen(
+        args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def _client(url: str) -> Any:
+    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=2.0, decode_responses=True)
+
+
+class LockPair:
+    """A primary and its replica for one run's lock; `close()` stops whatever is left of them."""
+
+    def __init__(self, executable: str = "redis-server") -> None:
+        exe = shutil.which(executable)
+        if exe is None:
+            raise ReproduceError(f"`{executable}` is not on PATH: a failover run needs two redis-servers")
+        self.folder = Path(tempfile.mkdtemp(prefix="leaselog-failover-"))
+        self.password = uuid.uuid4().hex
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.events: dict[str, float] = {}
+        try:
+            pport = free_port()
+            self.primary_url = f"redis://127.0.0.1:{pport}/0"
+            self.procs.append(_start(exe, pport, self.folder, "primary", []))
+            self.primary = _client(self.primary_url)
+            self._wait(self.primary)
+            self.primary.acl_setuser(
+                REPL_USER,
+                enabled=True,
+                passwords=[f"+{self.password}"],
+                keys=["*"],
+                channels=["*"],
+                commands=["+@all"],
+            )
+            rport = free_port()
+            self.replica_url = f"redis://127.0.0.1:{rport}/0"
+            replica_args = ["--replicaof", "127.0.0.1", str(pport), "--masteruser", REPL_USER]
+            self.procs.append(
+                _start(exe, rport, self.folder, "replica", [*replica_args, "--masterauth", self.password])
+            )
+            self.replica = _client(self.replica_url)
+            self._wait(self.replica)
+            self._wait_synced()
+        except BaseException:
+            self.close()
+            raise
+
+    def _wait(self, client: Any) -> None:
+        end = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < end:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                time.sleep(0.02)
+        raise ReproduceError(f"a redis-server of the failover pair did not start{self.server_logs()}")
+
+    def _wait_synced(self) -> None:
+        """The replica is up to date: a probe written on the primary is on the replica."""
+        probe = f"leaselog:lab:probe:{uuid.uuid4().hex[:8]}"
+        self.primary.set(probe, "1")
+        end = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < end:
+            if self.replica.get(probe) == "1":
+                self.primary.delete(probe)
+                return
+            time.sleep(0.02)
+        raise ReproduceError(f"the replica never synchronised{self.server_logs()}")
+
+    def server_logs(self) -> str:
+        tails = [
+            f"\n--- {f.name} ---\n{f.read_text(errors='replace')[-800:]}"
+            for f in sorted(self.folder.glob("*.log"))
+        ]
+        return "".join(tails)
+
+    def cut(self) -> None:
+        """Partition the replica from the primary: its link drops and cannot come back."""
+        self.primary.acl_setuser(REPL_USER, enabled=False)
+        self.primary.execute_command("CLIENT", "KILL", "USER", REPL_USER)
+        end = time.monotonic() + START_TIMEOUT_S
+        while self.replica.info("replication").get("master_link_status") != "down":
+            if time.monotonic() > end:
+                raise ReproduceError(f"the replica's link never went down{self.server_logs()}")
+            time.sleep(0.01)
+        self.events["cutMono"] = round(mono_ms(), 3)
+
+    def kill_primary(self) -> None:
+        self.procs[0].kill()
+        self.procs[0].wait(timeout=10)
+        self.events["primaryKilledMono"] = round(mono_ms(), 3)
+
+    def promote(self, coord: Any, prefix: str, lock_key: str) -> None:
+        """REPLICAOF NO ONE, then tell the workers where the primary is now (as Sentinel would)."""
+        # what the promoted replica holds of the lock right now (the truth: did it miss A's write?)
+        self.events["replicaHadKey"] = bool(self.replica.exists(lock_key))
+        self.replica.execute_command("REPLICAOF", "NO", "ONE")
+        self.events["promotedMono"] = round(mono_ms(), 3)
+        coord.set(primary_key(prefix), self.replica_url, ex=600)
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+        for c in ("primary", "replica"):
+            client = getattr(self, c, None)
+            if client is not None:
+                client.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
