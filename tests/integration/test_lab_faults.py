@@ -170,12 +170,6 @@ def test_the_stepped_clock_is_in_the_log_and_in_the_truth(clock_step: tuple[Path
     ]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="leaselog takes a pod's stepped clock at face value (no clock_step check yet, and clocks win "
-    "over causal order): pod-b's acquisition, logged 2 s back, reads as before pod-a's, so attempt-a is "
-    "named the second attempt and attempt-b's second_attempt is missed; clock_step is unchecked",
-)
 @pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
 def test_a_clock_step_run_scores_clean(
     clock_step: tuple[Path, dict[str, Any]], tmp_path: Path, ids: bool
