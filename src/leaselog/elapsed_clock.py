@@ -10,8 +10,10 @@ step was the true time, and an end is never timed before its own start. `clock_s
 subtracted from each line's logged time, so the step itself is still reported (`clock_step`, LL104) and
 the logged time can be shown.
 
-elapsedMs is compared within one run (it never goes back, and its lifecycle never starts again; where
-either happens, a new run begins: a restarted process counts from a new origin), and counts only where it
+elapsedMs is compared within one run (it never goes back, there or anywhere in the job's lines on the pod,
+and its lifecycle does not start again after a run left open: a process restarted after a crash counts
+from a new origin; a worker's uptime spans the runs it finished, so a step between two of them shows), and
+counts only where it
 is a timeline: over the job's lines on the pod in the file, at least two of its steps, and twice as many
 as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by job, pod and
 thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
@@ -70,9 +72,9 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     `t_wall` less it. A step is seen where it shows (one execution's lines, or one thread's without ids) and
     undone for every line of the job on that pod in that file from the step's first line on: the pod's
     clock stepped for all its threads."""
-    # one execution's lines in one file; a line without an execution id is its job's on its pod and thread
-    # until the runs are told apart (leaselog.execution_runs): there a reset of elapsedMs starts a new run
-    who = pl.coalesce(pl.col("execution_id"), pl.lit("\x00") + pl.col("thread").fill_null(""))
+    # a lane: one thread's lines (it writes them one after the other, whatever execution they are of), else
+    # one execution's; the job's on its pod where neither is logged
+    who = pl.coalesce(pl.col("thread"), pl.lit("\x00") + pl.col("execution_id").fill_null(""))
     pod = pl.col("pod").fill_null("")
     narrow = (
         df.lazy()
@@ -82,26 +84,49 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "_row",
             pl.struct("job_id", who.alias("who"), pod, "file_index").hash().alias("_k"),
             pl.struct("job_id", pod, "file_index").hash().alias("_p"),
+            pl.struct(pod, "file_index").hash().alias("_f"),
             "line",
             "t_wall",
             "elapsed_ms",
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
+            # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
+            pl.when(pl.col("event").is_in(list(LIFECYCLE)))
+            .then(pl.col("event").is_in(["lock_denied", "job_finished", "job_stopped", "lock_released"]))
+            .alias("_closes"),
         )
         .collect()
     )
     none = df.with_columns(pl.lit(None, dtype=pl.Float64).alias("clock_step_ms"))
     if not narrow.height or narrow["elapsed_ms"].null_count() == narrow.height:
         return none
-    el = narrow.filter(pl.col("elapsed_ms").is_not_null()).sort("_k", "line")
+    # an epoch: the pod's lines in the file (of every job) from one elapsedMs origin, in line order (where
+    # elapsedMs goes back there, a process restarted, or an execution counts from its own start)
+    el = (
+        narrow.filter(pl.col("elapsed_ms").is_not_null())
+        .sort("_f", "line")
+        .with_columns(
+            (
+                (pl.col("_f") != pl.col("_f").shift(1)).fill_null(True)
+                | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(False)
+            )
+            .cum_sum()
+            .alias("_epoch")
+        )
+        .sort("_k", "line")
+    )
     new_k = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
-    # a run: the lines of one key from one elapsedMs origin (it never goes back within a run), and of one
-    # execution's lifecycle (a restarted process counts elapsedMs from a new origin, maybe past the old one)
+    # a run: the lines of one key in one epoch (elapsedMs never goes back within a run), not across a
+    # lifecycle that starts again after a run left open (a crash: the restarted process counts elapsedMs
+    # from a new origin, which may lie past the old one's last value); runs that ended go on into the next
+    # (a worker's uptime spans its runs: a step between two runs shows)
     rank = pl.col("_rank").forward_fill().over("_k")
+    closed = pl.col("_closes").forward_fill().over("_k")
     el = el.with_columns(
         (
             new_k
+            | (pl.col("_epoch") != pl.col("_epoch").shift(1)).fill_null(True)
             | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)
-            | (pl.col("_rank") < rank.shift(1)).fill_null(False)
+            | ((pl.col("_rank") < rank.shift(1)) & ~closed.shift(1)).fill_null(False)
         )
         .cum_sum()
         .alias("_g")

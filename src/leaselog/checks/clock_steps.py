@@ -108,6 +108,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             logged.alias("t"),
             "elapsed_ms",
             undone.is_not_null().alias("_moved"),
+            undone.fill_null(0.0).alias("_undo"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
             # other, whatever execution they are of); a log that names no thread is one lane per pod
             pl.col("thread").fill_null("").alias("_lane"),
@@ -228,6 +229,32 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.lit(True).alias("exact"),
         )
     )
+    # (c) where the events were built with a step undone (leaselog.elapsed_clock: along the job's lines on
+    # the pod, across its runs), the step is where the correction changes
+    pod_lines = ["job_id", "_pod", "file"]
+    moved = (
+        x.sort([*pod_lines, "line"])
+        .with_columns(
+            _prev("line", pod_lines).alias("prev_line"),
+            _prev("t", pod_lines).alias("prev_at"),
+            _prev("elapsed_ms", pod_lines).alias("prev_elapsed_ms"),
+            _prev("execution_id", pod_lines).alias("prev_execution_id"),
+            (pl.col("_undo") - _prev("_undo", pod_lines)).alias("step_ms"),
+        )
+        .filter(pl.col("step_ms").abs() > 0)
+        .select(
+            "job_id",
+            "file",
+            "line",
+            "prev_line",
+            "prev_at",
+            "prev_elapsed_ms",
+            "prev_execution_id",
+            "step_ms",
+            pl.lit(True).alias("exact"),
+        )
+    )
+    exact = pl.concat([exact, moved.join(exact, on=["job_id", "file", "line"], how="anti")])
     rows = x.select(
         "job_id", "pod", "_pod", "file", "line", "execution_id", "t", "elapsed_ms", "_moved", "_reversed"
     )
