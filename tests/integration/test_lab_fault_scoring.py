@@ -165,9 +165,9 @@ def test_a_clock_step_inside_its_pods_span_is_expected_by_pod() -> None:
     assert (e.eids, e.figure) == (("pod-b",), 2000.0)
     base = [_f("second_attempt", ["attempt-a", "attempt-b"], trigger="retry")]
     rs = score(STEP, _doc(*base))
-    # no check of that kind in this leaselog: unchecked, not a miss
-    assert [(i.status, i.kind) for i in rs.items if i.kind == "clock_step"] == [("unchecked", "clock_step")]
-    assert not rs.failed
+    # leaselog has the check (LL104): a step it does not report is a miss
+    assert [(i.status, i.kind) for i in rs.items if i.kind == "clock_step"] == [("missed", "clock_step")]
+    assert rs.failed
     step = _f("clock_step", [], pods=["pod-b"], durationMs=1990.0)
     assert [(i.status, i.kind) for i in score(STEP, _doc(*base, step)).items if i.kind == "clock_step"] == [
         ("found", "clock_step")
@@ -177,7 +177,7 @@ def test_a_clock_step_inside_its_pods_span_is_expected_by_pod() -> None:
     assert ("false", "clock_step") in _bad(score(STEP, _doc(*base, wrong)))
     # a clock contradiction on the stepped pod is plausible
     contra = _f("clock_contradiction", ["attempt-b"], pods=["pod-b"])
-    assert _bad(score(STEP, _doc(*base, contra))) == []
+    assert _bad(score(STEP, _doc(*base, step, contra))) == []
     # a step before the pod's first lease line (or after its last) is only an offset: nothing to expect
     early = copy.deepcopy(STEP)
     early["clocks"]["pod-b"][1]["fromMono"] = 100.0
@@ -198,6 +198,7 @@ def test_a_figure_may_be_off_by_the_steps_it_spans_and_no_more() -> None:
     found = [
         _f("second_attempt", ["attempt-a", "attempt-b"], trigger="retry"),
         _f("overlapping_executions", ["attempt-a", "attempt-b"], "error", durationMs=2199.0),
+        _f("clock_step", [], pods=["pod-b"], durationMs=2000.0),
     ]
     rs = score(overlap, _doc(*found))
     assert _bad(rs) == []
