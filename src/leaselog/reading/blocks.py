@@ -60,14 +60,13 @@ def split_block(cut: Cut, decoder: ColumnarDecoder, max_line_bytes: int, keep_fi
     bare_test = decoder.bare(line) if library is None else decoder.bare(line) | library
     bare = others.filter(bare_test.fill_null(False))["line"]
     flagged = flagged.with_columns((pl.col("candidate") | pl.col("line").is_in(bare.implode())).alias("bare"))
-    # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
-    # before, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
+    # the lines the columnar path decodes, as one NDJSON text: searched for the field names they
+    # hold, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
     texts = flagged.filter(pl.col("candidate") & ~pl.col("nul") & pl.col("simple"))["l"]
-    joined = texts.str.join("\n")
-    ndjson = joined.cast(pl.Binary).item()
+    ndjson = texts.str.join("\n").cast(pl.Binary).item()
     # the `fields` column's lines, in buffers of their own (here: this thread has less to do)
     fields = owned_lines(ndjson, texts) if keep_fields and texts.len() else None
-    return Split(n, flagged, texts, joined, ndjson, fields, decoder.repeated_keys(texts))
+    return Split(n, flagged, texts, ndjson, fields, *decoder.keys_in(texts))
 
 
 def line_kinds(odd: pl.DataFrame) -> pl.DataFrame:
