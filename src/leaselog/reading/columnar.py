@@ -229,9 +229,8 @@ class ColumnarDecoder:
         multi-needle search of the fixed alias list serves both (no line is decoded), so it runs in the
         read-ahead thread."""
         found = texts.str.extract_many(self._quoted_keys)
-        distinct = found.list.unique()
-        repeated = (found.list.len() > distinct.list.len()).fill_null(False)
-        names = distinct.explode().drop_nulls().unique().to_list()
+        repeated = (found.list.len() > found.list.n_unique()).fill_null(False)
+        names = found.explode().drop_nulls().unique().to_list()
         return repeated, [q[1:-1] for q in names]
 
     def decode(
