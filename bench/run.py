@@ -12,6 +12,10 @@ Each contender runs as its own process (wall time and peak RSS measured with os.
   d  jq -c 'select(.event != null)'
   n  leaselog analyze X-noids --json        (the same input with every executionId removed: executions are
                                              then cut out of each job and pod's lines by the lifecycle)
+  z  with --before SRC: a, run from another checkout's `src` (before a change), on every input a runs on, in
+     the same run (so a change's before and after share the machine's load)
+Each run's CPU time (user + system, all threads) is reported next to its wall time: on a shared machine the
+wall time varies with the load, the CPU time much less.
 Correctness: leaselog's overlapping_executions findings == the generator's ground truth (jobId + pair).
 Input is made by bench/gen_fleet.py (the project's own generator) into bench/data/ (git-ignored), once; 4x is four copies
 with their jobIds/executionIds/pods renamed apart, so the truth is four times the 1x truth. noise4x is
@@ -72,26 +76,31 @@ df = pl.scan_ndjson(sys.argv[1], schema=schema).filter(pl.col("event").is_not_nu
 print(df.height)
 """
 
-# where leaselog's time goes, stage by stage, in one process (what the ratios above are made of)
+# where leaselog's time goes, stage by stage, in one process (what the ratios above are made of): each
+# stage's wall seconds, and its CPU seconds (`<stage>_cpu`: user + system of every thread of the process)
 STAGES = """
 import sys, time, json, resource
 import leaselog
 import leaselog.pipeline as A
 from leaselog.pipeline import analyze
 t = {}
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
 def timed(name, f):
     def wrapper(*a, **k):
-        t0 = time.perf_counter(); r = f(*a, **k); t[name] = t.get(name, 0) + time.perf_counter() - t0; return r
+        t0, c0 = time.perf_counter(), cpu(); r = f(*a, **k)
+        t[name] = t.get(name, 0) + time.perf_counter() - t0
+        t[name + "_cpu"] = t.get(name + "_cpu", 0) + cpu() - c0
+        return r
     return wrapper
 A.Reader.read = timed("read", A.Reader.read)
 A.build_events = timed("build_events", A.build_events)
 A.reconstruct = timed("reconstruct", A.reconstruct)
 A.run_checks = timed("checks", A.run_checks)
 A.finalize = timed("finalize", A.finalize)
-t0 = time.perf_counter()
+analyze = timed("analyze", analyze)
 a = analyze(sys.argv[1], keep_fields=False)  # as `analyze --json` runs
-t["analyze"] = time.perf_counter() - t0
-t0 = time.perf_counter(); leaselog.write_json(a, sys.argv[2]); t["write_json"] = time.perf_counter() - t0
+timed("write_json", leaselog.write_json)(a, sys.argv[2])
 t["findings"] = len(a.finding_list)
 t["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps(t))
@@ -110,6 +119,7 @@ print(con.execute("SELECT count(*) FROM ev").fetchone()[0])
 class Timing:
     name: str
     walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
     rss_mb: list[float] = field(default_factory=list)
     ok: bool = True
     note: str = ""
@@ -119,30 +129,37 @@ class Timing:
         return statistics.median(self.walls) if self.walls else float("nan")
 
     @property
+    def cpu(self) -> float:
+        return statistics.median(self.cpus) if self.cpus else float("nan")
+
+    @property
     def rss(self) -> float:
         return max(self.rss_mb) if self.rss_mb else float("nan")
 
 
-def run_once(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one whole process."""
+def run_once(
+    cmd: list[str], stdout: Any = subprocess.DEVNULL, env: dict[str, str] | None = None
+) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds (user + system), peak RSS MiB, exit code) of one whole process."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode not in (0, 1) and p.stderr is not None:
         sys.stderr.write(p.stderr.read().decode(errors="replace")[-2000:])
-    return wall, usage.ru_maxrss / 1024, p.returncode
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, p.returncode
 
 
-def measure(name: str, cmd: list[str], runs: int) -> Timing:
+def measure(name: str, cmd: list[str], runs: int, env: dict[str, str] | None = None) -> Timing:
     t = Timing(name)
     for _ in range(runs):
-        wall, rss, rc = run_once(cmd)
+        wall, cpu, rss, rc = run_once(cmd, env=env)
         if rc not in (0, 1):  # leaselog exits 1 only with --fail-on
             t.ok, t.note = False, f"exit {rc}"
             break
         t.walls.append(wall)
+        t.cpus.append(cpu)
         t.rss_mb.append(rss)
     return t
 
@@ -310,11 +327,18 @@ def leaselog_cmd(path: Path, out: Path) -> list[str]:
 
 def fmt_row(t: Timing, size: int, lines: int) -> str:
     if not t.walls:
-        return f"| {t.name} | failed ({t.note}) | | | | |"
+        return f"| {t.name} | failed ({t.note}) | | | | | |"
     return (
-        f"| {t.name} | {t.wall:.2f} | {t.rss:.0f} | {lines / t.wall / 1e6:.2f} | {size / t.wall / 1e6:.0f} | "
-        f"{', '.join(f'{w:.2f}' for w in t.walls)} |"
+        f"| {t.name} | {t.wall:.2f} | {t.cpu:.2f} | {t.rss:.0f} | {lines / t.wall / 1e6:.2f} | "
+        f"{size / t.wall / 1e6:.0f} | {', '.join(f'{w:.2f}' for w in t.walls)} |"
     )
+
+
+def env_with(src: Path | None) -> dict[str, str] | None:
+    """The environment a `--before` run gets: its checkout's `src` first on the import path."""
+    if src is None:
+        return None
+    return {**os.environ, "PYTHONPATH": str(src.resolve())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -331,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="abcdn", help="contenders to run, e.g. `ab`")
     ap.add_argument("--scale", default="4x,noise4x,gzip", help="scaling runs to make, e.g. `noise4x`")
     ap.add_argument("--stages", action="store_true", help="also time leaselog's stages in one process")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout's src folder: also run leaselog from it (z) on every input, in this same run",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.jobs, a.runs, a.no_scaling = 20_000, 1, True
@@ -346,8 +375,17 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
 
+    before = env_with(a.before)
+    if before is None:
+        a.only = a.only.replace("z", "")
+    elif "z" not in a.only:
+        a.only = a.only.replace("a", "az") if "a" in a.only else a.only + "z"
     contenders = {
         "a": ("a leaselog analyze --json", leaselog_cmd(x, out)),
+        "z": (
+            "z leaselog before (--before)",
+            leaselog_cmd(x, a.results / f"before-{a.format}-{a.jobs}.json"),
+        ),
         "b": ("b polars scan_ndjson (floor)", [sys.executable, "-c", FLOOR % SCHEMAS[a.format], str(x)]),
         "c": ("c duckdb read_json_auto", [sys.executable, "-c", DUCKDB, str(x)]),
         "d": ("d jq select(.event)", ["jq", "-c", "select(.event != null)", str(x)]),
@@ -362,27 +400,36 @@ def main(argv: list[str] | None = None) -> int:
     for key in a.only:
         name, cmd = contenders[key]
         print(f"running {name} ...", flush=True)
-        timings[key] = measure(name, cmd, a.runs)
+        timings[key] = measure(name, cmd, a.runs, before if key == "z" else None)
 
     report: dict[str, Any] = {
         "input": {"path": str(x), "bytes": size, "lines": lines, "format": a.format, "jobs": a.jobs},
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "runs": a.runs,
         "timings": {
-            k: {"wall_s": t.wall, "walls": t.walls, "peak_rss_mb": t.rss, "rss_runs_mb": t.rss_mb, "ok": t.ok}
+            k: {
+                "wall_s": t.wall,
+                "walls": t.walls,
+                "cpu_s": t.cpu,
+                "cpus": t.cpus,
+                "peak_rss_mb": t.rss,
+                "rss_runs_mb": t.rss_mb,
+                "ok": t.ok,
+            }
             for k, t in timings.items()
         },
     }
     table = [
-        "| contender | wall s (median) | peak RSS MiB | M lines/s | MB/s | runs |",
-        "|---|---|---|---|---|---|",
+        "| contender | wall s (median) | CPU s (median) | peak RSS MiB | M lines/s | MB/s | wall s, each run |",
+        "|---|---|---|---|---|---|---|",
     ]
     table += [fmt_row(t, size, lines) for t in timings.values()]
     ratios = {}
     if "a" in timings:
-        for k in "bcd":
+        for k in "bcdz":
             if k in timings and timings[k].walls:
                 ratios[f"a/{k}"] = timings["a"].wall / timings[k].wall
+                ratios[f"a/{k} CPU"] = timings["a"].cpu / timings[k].cpu
         if "n" in timings:
             ratios["n/a"] = timings["n"].wall / timings["a"].wall
             report["noids"] = same_findings(out, out_noids)
@@ -390,14 +437,16 @@ def main(argv: list[str] | None = None) -> int:
         report["correctness"] = check_overlaps(out, truth)
 
     if a.stages:
-        print("timing leaselog's stages ...", flush=True)
-        got = subprocess.run(
-            [sys.executable, "-c", STAGES, str(x), str(a.results / "stages.json")],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        report["stages"] = json.loads(got.stdout.strip().splitlines()[-1])
+        for label, env in (("stages", None), ("stages_before", before)) if before else (("stages", None),):
+            print(f"timing leaselog's stages ({label}) ...", flush=True)
+            got = subprocess.run(
+                [sys.executable, "-c", STAGES, str(x), str(a.results / f"{label}.json")],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+            )
+            report[label] = json.loads(got.stdout.strip().splitlines()[-1])
 
     if not a.no_scaling and "a" in timings:
         makers = {"4x": (make_4x, 4), "noise4x": (make_noise4x, 1), "gzip": (make_gz, 1)}
@@ -412,11 +461,22 @@ def main(argv: list[str] | None = None) -> int:
             scale[label] = {
                 "wall_s": t.wall,
                 "walls": t.walls,
+                "cpu_s": t.cpu,
                 "peak_rss_mb": t.rss,
                 "rss_runs_mb": t.rss_mb,
                 "bytes": path.stat().st_size,
                 "correctness": check_overlaps(o, truth, copies),
             }
+            if before is not None:
+                print(f"running z on {label} ...", flush=True)
+                zo = a.results / f"before-{a.format}-{a.jobs}-{label}.json"
+                z = measure(
+                    f"z {label}", leaselog_cmd(path, zo), max(1, a.runs - 1) if big else a.runs, before
+                )
+                scale[label]["z_wall_s"], scale[label]["z_cpu_s"] = z.wall, z.cpu
+                scale[label]["z_peak_rss_mb"] = z.rss
+                scale[label]["a/z"] = t.wall / z.wall
+                scale[label]["a/z CPU"] = t.cpu / z.cpu
             if label == "noise4x":  # noisy logs: the floor and DuckDB on the same file, in the same run
                 for key in "bc":
                     if key in timings:
@@ -424,8 +484,10 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"running {key} on {label} ...", flush=True)
                         other = measure(f"{key} {label}", [*cmd[:-1], str(path)], max(1, a.runs - 1))
                         scale[label][f"{key}_wall_s"] = other.wall
+                        scale[label][f"{key}_cpu_s"] = other.cpu
                         scale[label][f"{key}_peak_rss_mb"] = other.rss
                         scale[label][f"a/{key}"] = t.wall / other.wall
+                        scale[label][f"a/{key} CPU"] = t.cpu / other.cpu
         base = timings["a"]
         for label in list(scale):
             scale[f"time_{label}_over_1x"] = scale[label]["wall_s"] / base.wall
@@ -449,20 +511,22 @@ def main(argv: list[str] | None = None) -> int:
             f"{n['only_without']} only without; executions {n['executions'][0]} vs {n['executions'][1]}"
             f" -> {'SAME' if n['equal'] else 'DIFFERENT'}"
         )
-    if "stages" in report:
-        print("stages (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report["stages"].items()))
+    for label in ("stages", "stages_before"):
+        if label in report:
+            print(f"{label} (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report[label].items()))
     if "scaling" in report:
         s = report["scaling"]
         what = {"4x": "4x", "noise4x": "noise4x (4x the bytes, same lease events)", "gzip": "gzip"}
         for label in a.scale.split(","):
             r = s[label]
             print(
-                f"{what[label]}: {r['wall_s']:.2f} s ({s[f'time_{label}_over_1x']:.2f}x time), peak RSS "
-                f"{r['peak_rss_mb']:.0f} MiB ({s[f'rss_{label}_over_1x']:.2f}x); overlaps equal: "
+                f"{what[label]}: {r['wall_s']:.2f} s, CPU {r['cpu_s']:.2f} s ({s[f'time_{label}_over_1x']:.2f}x "
+                f"time), peak RSS {r['peak_rss_mb']:.0f} MiB ({s[f'rss_{label}_over_1x']:.2f}x); overlaps equal: "
                 f"{r['correctness']['equal']}"
                 + "".join(
-                    f"; {k} {r[f'{k}_wall_s']:.2f} s, a/{k} = {r[f'a/{k}']:.2f}"
-                    for k in "bc"
+                    f"; {k} {r[f'{k}_wall_s']:.2f} s (CPU {r[f'{k}_cpu_s']:.2f} s, {r[f'{k}_peak_rss_mb']:.0f} MiB),"
+                    f" a/{k} = {r[f'a/{k}']:.2f} (CPU {r[f'a/{k} CPU']:.2f})"
+                    for k in "bcz"
                     if f"a/{k}" in r
                 )
             )

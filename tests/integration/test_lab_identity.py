@@ -260,15 +260,16 @@ def _pod(
 
 
 PLANS = {
-    # pod-a's third run (2.2 s) outlives its 1 s lease; pod-b's scheduler fires 250 ms after pod-a's: it is
-    # turned away three times, and acquires at its fourth tick while pod-a still runs. Both pods count
-    # their ids from 1.
+    # pod-a's third run (3.5 s) outlives its 1 s lease; pod-b's scheduler fires 250 ms after pod-a's: it is
+    # turned away three times, and acquires at its fourth tick while pod-a still runs (for about 1.9 s more:
+    # room for a loaded machine's delays, which a 0.6 s margin did not leave). Both pods count their ids
+    # from 1.
     "scheduled": _plan(
         901,
         "scheduled",
         "counter",
         [
-            _pod("A", "scheduler", ("tick",), (6, 6, 22, 6), (0, 1500, 3000)),
+            _pod("A", "scheduler", ("tick",), (6, 6, 35, 6), (0, 1500, 3000)),
             _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (250, 1750, 3250, 4600)),
         ],
     ),
@@ -288,7 +289,7 @@ PLANS = {
         "scheduled",
         "reused",
         [
-            _pod("A", "scheduler", ("tick",), (6, 6, 22, 6), (0, 1500, 3000)),
+            _pod("A", "scheduler", ("tick",), (6, 6, 35, 6), (0, 1500, 3000)),
             _pod("B", "scheduler", ("tick",), (3, 3, 3, 3), (250, 1750, 3250, 4600)),
         ],
     ),

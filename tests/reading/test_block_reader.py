@@ -119,3 +119,19 @@ def test_job_id_names_only_as_values_read_the_same_both_ways(tmp_path: Path) -> 
     col, ref = _read(p, columnar=True), _read(p, columnar=False)
     _same(col, ref)
     assert col.raw["job_id"].to_list() == ["job-1"]
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_a_field_name_first_seen_as_a_value_reads_the_same_both_ways(tmp_path: Path) -> None:
+    # a block's lines show `"ownerId"` only as a value (and `"leaseMs"` in a message): the names are
+    # learned from what the lines hold, the columns stay empty until a later block writes them as keys
+    lines = [_event(i, msg="ownerId", note='"leaseMs": soon') for i in range(60)]
+    lines += [_noise(i) for i in range(400)]
+    lines.append(_event(99, event="lock_acquired", ownerId="w-9", leaseMs=30000))
+    p = tmp_path / "pod-a.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    col, ref = _read(p, columnar=True), _read(p, columnar=False)
+    _same(col, ref)
+    owners = col.raw.sort("line")["owner"].to_list()
+    assert owners == [None] * 60 + ["w-9"]
+    assert col.raw.filter(pl.col("job_id") == "job-99")["lease_ms"].to_list() == ["30000"]  # (raw text)

@@ -27,10 +27,7 @@ def split_block(cut: Cut, decoder: ColumnarDecoder, max_line_bytes: int, keep_fi
     # names' common prefix occurs), the lines that are not plainly one object (blank, padded,
     # continuations, junk) and, when the block has a NUL at all, the lines with one. Every other
     # line, most of a fleet's log, is a valid line unrelated to leases: counted, not looked at again.
-    keep = decoder.prefilter(line) | ~plain_object
     library = decoder.dialect(line)
-    if library is not None:  # a lock library's own line (a dialect's needle): read one by one
-        keep = keep | library
     has_nul = b"\x00" in cut.prefix or cut.data.find(b"\x00", 0, cut.end) >= 0
     # `nul`: lines read one by one (a NUL byte, or longer than max_line_bytes: never decoded in bulk)
     odd = pl.lit(False)
@@ -38,36 +35,37 @@ def split_block(cut: Cut, decoder: ColumnarDecoder, max_line_bytes: int, keep_fi
         odd = line.str.contains("\x00", literal=True)
     if cut.size > max_line_bytes:  # (only then can a line of the block be longer)
         odd = odd | (line.str.len_bytes() > max_line_bytes)
-    if has_nul or cut.size > max_line_bytes:
-        keep = keep | odd
+    # the flags every line needs, computed once before the filter (not again on the lines kept); `line`
+    # is 0-based in the block (`_columnar_block` adds the first line's number); a null `l` is an empty line
+    flags = lines.with_row_index("line").with_columns(
+        plain_object.fill_null(False).alias("object"),
+        odd.fill_null(False).alias("nul"),
+        # a lock library's line (its needle): even with a job-id name (the app's MDC riding on it) it
+        # is read one by one, where its dialect reads it
+        (pl.lit(False) if library is None else library).fill_null(False).alias("library"),
+    )
+    keep = decoder.prefilter(line).fill_null(True) | ~pl.col("object") | pl.col("library") | pl.col("nul")
     flagged = (
-        lines.with_row_index("line")  # 0-based in the block: `_columnar_block` adds the first line's
-        .filter(keep.fill_null(True))  # null: an empty line
+        flags.filter(keep)
         .with_columns(
             decoder.candidate(line).fill_null(False).alias("candidate"),
-            plain_object.fill_null(False).alias("object"),
-            odd.fill_null(False).alias("nul"),
-            # a lock library's line (its needle): even with a job-id name (the app's MDC riding on it) it
-            # is read one by one, where its dialect reads it
-            (pl.lit(False) if library is None else library).fill_null(False).alias("library"),
+            # what the columnar path decodes: nested objects are flattened by the per-line path, and
+            # so are lines not plainly one object
+            (pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple"),
         )
-        # what the columnar path decodes: nested objects are flattened by the per-line path, and
-        # so are lines not plainly one object
-        .with_columns((pl.col("object") & (line.str.count_matches("{", literal=True) == 1)).alias("simple"))
+        .select("line", "l", "candidate", "object", "nul", "library", "simple")
     )
     # `bare`: a job-id name, as a key or not (every candidate; the test runs on the few others only)
     others = flagged.filter(~pl.col("candidate"))
-    bare_test = decoder.bare(line) if library is None else decoder.bare(line) | library
-    bare = others.filter(bare_test.fill_null(False))["line"]
+    bare = others.filter(decoder.bare(line).fill_null(False) | pl.col("library"))["line"]
     flagged = flagged.with_columns((pl.col("candidate") | pl.col("line").is_in(bare.implode())).alias("bare"))
-    # the lines the columnar path decodes, as one NDJSON text: searched for field names not seen
-    # before, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
+    # the lines the columnar path decodes, as one NDJSON text: searched for the field names they
+    # hold, then parsed by `ColumnarDecoder.decode` (unless the block goes line by line)
     texts = flagged.filter(pl.col("candidate") & ~pl.col("nul") & pl.col("simple"))["l"]
-    joined = texts.str.join("\n")
-    ndjson = joined.cast(pl.Binary).item()
+    ndjson = texts.str.join("\n").cast(pl.Binary).item()
     # the `fields` column's lines, in buffers of their own (here: this thread has less to do)
     fields = owned_lines(ndjson, texts) if keep_fields and texts.len() else None
-    return Split(n, flagged, texts, joined, ndjson, fields, decoder.repeated_keys(texts))
+    return Split(n, flagged, texts, ndjson, fields, *decoder.keys_in(texts))
 
 
 def line_kinds(odd: pl.DataFrame) -> pl.DataFrame:

@@ -158,10 +158,10 @@ class Split:
     # decodes); the lines left out are valid objects unrelated to leases
     flagged: pl.DataFrame
     texts: pl.Series  # the lines the columnar path decodes (candidate, no NUL, simple)
-    joined: pl.Series  # those lines joined by newlines, one string
-    ndjson: bytes  # the same, as bytes (what `read_ndjson` reads)
+    ndjson: bytes  # those lines joined by newlines, as bytes (what `read_ndjson` reads)
     fields: pl.Series | None  # those lines in buffers of their own, if `fields` is kept
     repeated: pl.Series  # per line of `texts`: a field name written twice (read line by line)
+    names: list[str]  # the field names leaselog reads that these lines hold (`ColumnarDecoder.learn`)
 
 
 class ColumnarDecoder:
@@ -194,7 +194,6 @@ class ColumnarDecoder:
         # field names seen so far: the decode schema grows when a block shows a new one (a narrow
         # schema decodes faster than all ~120 spellings)
         self.known: set[str] = set()
-        self._unseen_regex: tuple[list[str], str] = ([], "")  # `learn`'s search, rebuilt when `known` grows
 
     def prefilter(self, line: pl.Expr) -> pl.Expr:
         """A cheap test every line holding a job-id name passes, written as a key or not (the bare names'
@@ -218,31 +217,21 @@ class ColumnarDecoder:
         as `contains_any`, and faster."""
         return line.str.contains(self._needles_regex)
 
-    def learn(self, texts: pl.Series, joined: pl.Series) -> None:
-        """Field names not seen before that occur in these lines as keys (a literal search: no line is
-        decoded; a name found elsewhere in a line may be taken too, which only widens the schema).
+    def learn(self, names: list[str]) -> None:
+        """Field names a block's lines show (`keys_in`): the decode schema grows to hold them. A name found
+        where it is not a key (a value that spells one) only widens the schema: its column stays null."""
+        self.known.update(names)
 
-        `joined` is the lines joined. One regex search over it for an unseen name written as a key (after
-        `{` or `,`) is several times faster than a multi-needle search line by line, and every key of a
-        JSON object is written so; only when it finds one are the lines searched one by one."""
-        unseen = [k for k in self.keys if k not in self.known]
-        if not unseen or texts.is_empty():
-            return
-        if self._unseen_regex[0] != unseen:
-            self._unseen_regex = (unseen, r'[{,]\s*"' + any_literal(unseen) + '"')
-        if not joined.str.contains(self._unseen_regex[1]).any():
-            return
-        quoted = [f'"{k}"' for k in unseen]
-        found = texts.filter(texts.str.contains_any(quoted)).str.extract_many(quoted)
-        self.known.update(q[1:-1] for q in found.explode().drop_nulls().unique().to_list())
-
-    def repeated_keys(self, texts: pl.Series) -> pl.Series:
-        """Which lines write one of the field names leaselog reads twice. JSON leaves duplicate keys open;
-        leaselog takes the last, as orjson (the per-line path) does, where polars' bulk decoding would
-        take the first: such lines go line by line. Only reads the fixed alias list: runs in the
+    def keys_in(self, texts: pl.Series) -> tuple[pl.Series, list[str]]:
+        """Per line, whether it writes one of the field names leaselog reads twice; and every such name
+        the lines hold. JSON leaves duplicate keys open; leaselog takes the last, as orjson (the per-line
+        path) does, where polars' bulk decoding would take the first: such lines go line by line. One
+        multi-needle search of the fixed alias list serves both (no line is decoded), so it runs in the
         read-ahead thread."""
         found = texts.str.extract_many(self._quoted_keys)
-        return (found.list.len() > found.list.unique().list.len()).fill_null(False)
+        repeated = (found.list.len() > found.list.n_unique()).fill_null(False)
+        names = found.explode().drop_nulls().unique().to_list()
+        return repeated, [q[1:-1] for q in names]
 
     def decode(
         self, candidates: pl.DataFrame, ndjson: bytes, st: Stream, fields: pl.Series | None

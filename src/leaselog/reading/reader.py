@@ -535,7 +535,7 @@ class Reader:
         """Account for a split block's lines and return how many; None (nothing counted) when the block
         must go line by line."""
         # the field names this block shows, learned even if it goes line by line (as always)
-        self._decoder.learn(split.texts, split.joined)
+        self._decoder.learn(split.names)
         n = split.lines
         report = st.report
         start = report.used + report.ignored + report.malformed
