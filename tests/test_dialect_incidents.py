@@ -31,6 +31,9 @@ def test_shedlock_run_longer_than_lock_at_most_for() -> None:
     (outlived,) = got["lease_outlived"]
     # pod-a locked at 10:00:00.004 until 10:05:00.004 (lockAtMostFor 5m) and finished at 10:07:02.318
     assert outlived.duration_ms == 122_314 and "pod-a" in outlived.pods
+    # its unlock deleted the key by name after the expiry (no owner check): that proves no ownership, so the
+    # zombie is no contradiction of the clocks but a certain error
+    assert (outlived.severity, outlived.certainty) == ("error", "certain")
     (overlap,) = got["overlapping_executions"]
     # pod-b locked at 10:05:00.021 and finished at 10:06:31.544
     assert overlap.duration_ms == 91_523

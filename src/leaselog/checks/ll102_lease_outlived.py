@@ -64,7 +64,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         "job_id", "execution_id", "timeline", "pod", "clock", "ttl_ms", "renewals", "end_kind", "acquired_at",
         "expires_at", "end", "zombie_ms", "runtime_ms", "acquired_file", "acquired_line", "ended_file",
         "ended_line", "last_file", "last_line", "lease_end", "last_confirmed_at", "release_deleted",
-        "released_at", "released_file", "released_line",
+        "release_outcome", "released_at", "released_file", "released_line",
     )  # fmt: skip
     # who took the key over while the zombie ran (first other acquisition after the expiry)
     # (lazy: the filter copies only these columns of the wide executions frame, not all of them)
@@ -101,10 +101,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     # a release that deleted the key after the logged expiry: Redis says the lease still held then, the
     # clock says it had expired (leaselog.checks.causal): the logs disagree, nothing is proven (a lease
     # whose renewals went unlogged has no logged expiry to contradict)
+    # (nor has a delete by name, with no owner check: ShedLock's unlock deletes whoever's key is there)
     contradicted = (
         pl.col("release_deleted").fill_null(False)
         & (pl.col("released_at") > pl.col("expires_at"))
         & (pl.col("lease_end") != UNLOGGED)
+        & (pl.col("release_outcome") != "unchecked").fill_null(True)
     ).fill_null(False)
     # a clock step in the execution's log: the figure may be off by up to the step
     z = step_columns(ctx, z, ("execution_id",)).with_columns(

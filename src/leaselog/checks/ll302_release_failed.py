@@ -18,7 +18,8 @@ from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, events_where, evidence, ms_expr
 from leaselog.checks.phrasing import durations, moments, text
 
-_OK = ["success", "ok", "deleted", "released", "true", "1"]
+# (`unchecked`: a release that deleted the key by name, with no owner check: ShedLock's unlock)
+_OK = ["success", "ok", "deleted", "released", "true", "1", "unchecked"]
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:

@@ -77,7 +77,9 @@ def _shedlock_fact(row: Row) -> Row | None:
         if ok:
             out["leaseMs"] = row.get("leaseMs")
     if event == "lock_released":
+        # ShedLock's unlock deletes the key by name: no owner check (its dialect reads it so)
         out["released"] = True
+        out["releaseOutcome"] = "unchecked"
     return out
 
 

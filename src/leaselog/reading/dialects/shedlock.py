@@ -72,13 +72,13 @@ DIALECT = Dialect(
         Rule(
             "lock_released",
             r"^Task finished, lock " + _NAME + r" will be released at (?P<held_until>\S+)",
-            {"released": "true", "reason": "lockAtLeastFor"},
+            {"released": "true", "reason": "lockAtLeastFor", "release_outcome": "unchecked"},
             name="finished-held",
         ),
         Rule(
             "lock_released",
             r"^Task finished, lock " + _NAME + r" released",
-            {"released": "true"},
+            {"released": "true", "release_outcome": "unchecked"},
             name="finished",
         ),
         Rule(
