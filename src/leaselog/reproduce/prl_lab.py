@@ -52,6 +52,7 @@ from leaselog.reproduce.prl_worker import (
     ENV_POD,
     ENV_PREFIX,
     ENV_TRUTH,
+    ENV_VISIBILITY,
     POLL_QUEUE,
     QUEUE,
     TASK_NAME,
@@ -90,6 +91,9 @@ class PrlPlan:
     fault_at_ms: int  # after A acquired
     fault_ms: int
     poller_tries: int = 0  # pod C polls the lock (non-blocking) while A works: denials at every tick
+    # the Redis transport's visibility timeout: a killed worker's task is redelivered after it (it must
+    # exceed every task's run time, or a running task is delivered again)
+    visibility_s: int = VISIBILITY_TIMEOUT_S
 
     @property
     def name(self) -> str:
@@ -217,10 +221,10 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
     scratch = Path(tempfile.mkdtemp(prefix="leaselog-prl-"))
     prefix = f"leaselog:prl:{uuid.uuid4().hex[:8]}"
     job = f"report-{plan.seed % 1000:03d}{plan.index:04d}"
-    env = {**os.environ, ENV_BROKER: target.url, ENV_PREFIX: prefix}
+    env = {**os.environ, ENV_BROKER: target.url, ENV_PREFIX: prefix, ENV_VISIBILITY: str(plan.visibility_s)}
     client: Any = redis.Redis.from_url(target.url, socket_timeout=WAIT_S)
     producer = Celery("leaselog-lab-producer")
-    producer.conf.update(celery_settings(target.url))
+    producer.conf.update(celery_settings(target.url, plan.visibility_s))
     workers: dict[str, Worker] = {}
     faults: list[dict[str, Any]] = []
     killed: set[str] = set()
@@ -258,7 +262,7 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 a_done = f"done:{run_name('attempt-a', 2)}"
                 if f["scope"] == "worker":
                     killed.add("A")
-        timeout = WAIT_S + (VISIBILITY_TIMEOUT_S if "A" in killed else 0)
+        timeout = WAIT_S + (plan.visibility_s if "A" in killed else 0)
         for name in [a_done, *waits]:
             _wait(client, prefix, name, workers, timeout)
         if plan.fault == "stall":

@@ -32,7 +32,7 @@ from typing import Any
 import redis
 import redis_lock
 from celery import Celery, signals
-from celery.app.trace import LOG_SUCCESS
+from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 
 from leaselog.reproduce.pod import COORDINATION_TIMEOUT_S, POLL_S, marker, mono_ms, signal_list
 
@@ -45,15 +45,16 @@ ENV_BROKER = "LEASELOG_LAB_BROKER"
 ENV_POD = "LEASELOG_LAB_POD"
 ENV_TRUTH = "LEASELOG_LAB_TRUTH"
 ENV_PREFIX = "LEASELOG_LAB_PREFIX"
+ENV_VISIBILITY = "LEASELOG_LAB_VISIBILITY_S"
 
 
-def celery_settings(broker: str) -> dict[str, Any]:
+def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
     """The settings of the lab's workers and of the lab's producer."""
     return {
         "broker_url": broker,
         "broker_connection_retry_on_startup": True,
         "broker_transport_options": {
-            "visibility_timeout": VISIBILITY_TIMEOUT_S,
+            "visibility_timeout": visibility_s,
             # sweep for expired unacked messages every second (Celery's default: every 100 s)
             "unacked_restore_interval": 1,
             "unacked_restore_throttle": 1,
@@ -69,7 +70,12 @@ def celery_settings(broker: str) -> dict[str, Any]:
 
 
 app = Celery("leaselog-lab")
-app.conf.update(celery_settings(os.environ.get(ENV_BROKER, "redis://127.0.0.1:6379/0")))
+app.conf.update(
+    celery_settings(
+        os.environ.get(ENV_BROKER, "redis://127.0.0.1:6379/0"),
+        int(os.environ.get(ENV_VISIBILITY, VISIBILITY_TIMEOUT_S)),
+    )
+)
 
 
 class Truth:
@@ -82,7 +88,16 @@ class Truth:
         self._pid = -1
         self.run: str | None = None  # the attempt this process runs now
 
-    def note(self, event: str, at: float | None = None, run: str | None = None, **fields: Any) -> None:
+    def note(
+        self,
+        event: str,
+        at: float | None = None,
+        run: str | None = None,
+        wall: float | None = None,
+        **fields: Any,
+    ) -> None:
+        """A moment: `at` its CLOCK_MONOTONIC ms (now by default), `wall` its wall-clock ms (now by default;
+        a line's moment takes the line's own time, so the truth's moments and the log's lines agree)."""
         path = os.environ.get(ENV_TRUTH)
         if not path:
             return
@@ -91,13 +106,16 @@ class Truth:
                 self._f = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 (open while the process lives)
                 self._pid = os.getpid()
             mono = mono_ms() if at is None else at
-            line = {"event": event, "monoMs": round(mono, 3), "wallMs": time.time_ns() // 1_000_000}
+            wall_ms = time.time_ns() // 1_000_000 if wall is None else int(wall)
+            line = {"event": event, "monoMs": round(mono, 3), "wallMs": wall_ms}
             line["run"] = run or self.run
             self._f.write(json.dumps({**line, **fields}, separators=(",", ":")) + "\n")
             self._f.flush()
 
 
 TRUTH = Truth()
+# when the consumer last logged "received" (wall ms of the line, monotonic ms)
+RECEIVED_LINE: dict[str, tuple[float, float]] = {}
 # when the renewal thread last logged "Refreshing" / the task last logged "Releasing" (per process)
 REFRESH_SENT: list[float | None] = [None]
 RELEASE_SENT: list[float | None] = [None]
@@ -111,14 +129,18 @@ class TruthFromLines(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = str(record.msg)
-        if record.name == "celery.app.trace" and isinstance(record.args, dict):
+        wall = record.created * 1000
+        if record.name == "celery.worker.strategy" and isinstance(record.args, dict):
+            if msg == LOG_RECEIVED and record.args.get("name") == TASK_NAME:
+                RECEIVED_LINE[str(record.args.get("id"))] = (wall, mono_ms())
+        elif record.name == "celery.app.trace" and isinstance(record.args, dict):
             if record.args.get("name") == TASK_NAME and TRUTH.run is not None:
                 ok = msg == LOG_SUCCESS
-                TRUTH.note("job_finished", status="ok" if ok else "error")
+                TRUTH.note("job_finished", wall=wall, status="ok" if ok else "error")
                 TRUTH.run = None
         elif record.name == "redis_lock.acquire" and msg.startswith("Acquired Lock"):
-            TRUTH.note("lock_acquired")
-            TRUTH.note("job_started")
+            TRUTH.note("lock_acquired", wall=wall)
+            TRUTH.note("job_started", wall=wall)
         elif record.name == "redis_lock.refresh.thread" and msg.startswith("Refreshing"):
             REFRESH_SENT[0] = mono_ms()
         elif record.name == "redis_lock.release" and msg.startswith("Releasing"):
@@ -126,7 +148,13 @@ class TruthFromLines(logging.Filter):
         return True
 
 
-for _name in ("redis_lock.acquire", "redis_lock.refresh.thread", "redis_lock.release", "celery.app.trace"):
+for _name in (
+    "redis_lock.acquire",
+    "redis_lock.refresh.thread",
+    "redis_lock.release",
+    "celery.app.trace",
+    "celery.worker.strategy",
+):
     logging.getLogger(_name).addFilter(TruthFromLines())
 
 
@@ -193,13 +221,15 @@ def _deliveries_key(task_id: str) -> str:
 
 
 def received(request: Any = None, **_: Any) -> None:
-    """In the consumer, right after Celery logged "received": the delivery's truth moment."""
+    """In the consumer, right after Celery logged "received": the delivery's truth moment (the line's)."""
     if request is None or request.name != TASK_NAME:
         return
     n = int(coord().incr(_deliveries_key(request.id)))
     coord().expire(_deliveries_key(request.id), 600)
     path = (request.kwargs or {}).get("path", "first") if n == 1 else "redelivery"
-    TRUTH.note("job_triggered", run=run_name(request.id, n), path=path, trigger=path, messageId=request.id)
+    wall, at = RECEIVED_LINE.pop(request.id, (None, None))
+    fields = {"path": path, "trigger": path, "messageId": request.id}
+    TRUTH.note("job_triggered", at=at, run=run_name(request.id, n), wall=wall, **fields)
     mark(f"received:{run_name(request.id, n)}", os.environ.get(ENV_POD, "?"))
 
 
