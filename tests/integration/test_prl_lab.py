@@ -54,6 +54,9 @@ def test_real_celery_run_is_scored_clean(tmp_path: Path, fault: str) -> None:
     if fault.startswith("crash"):
         # the same task id received a second time, by the other pod's worker: a redelivery
         assert RECEIVED_AGAIN in pod_b
-        assert {i.truth for i in rs.items if i.kind == "second_attempt"} == {"duplicate_publish", "redelivery"}
+        assert {i.truth for i in rs.items if i.kind == "second_attempt"} == {
+            "duplicate_publish",
+            "redelivery",
+        }
     else:
         assert RECEIVED_AGAIN not in pod_b

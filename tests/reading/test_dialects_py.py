@@ -167,3 +167,45 @@ def test_a_malformed_line_is_located_and_its_neighbours_read(tmp_path: Any, good
     assert got.raw["line"].to_list() == [1, 3]
     assert got.raw["event"].to_list() == ["lock_acquired", "lock_acquired"]
     assert got.raw["ts"].to_list()[0].startswith("2026-12-01T10:00:00.")
+
+
+def test_a_lost_worker_s_quoted_traceback_is_a_continuation(tmp_path: Any) -> None:
+    # as celery 5.7.0 logs a pool process killed mid-task (billiard 4.3.2 wraps the pool's traceback in
+    # `\n"""\n...\n"""`): every line of the block belongs to the error record above it
+    from leaselog.config import Settings
+    from leaselog.events import FieldMapper
+    from leaselog.reading.reader import Reader
+    from leaselog.reading.sources import expand_sources
+
+    pool = "/usr/local/lib/python3.11/site-packages/billiard/pool.py"
+    lines = [
+        "[2026-12-01 10:00:00,001: INFO/ForkPoolWorker-1] Acquired Lock('lock:report-42').",
+        "[2026-12-01 10:00:01,676: ERROR/MainProcess] Process 'ForkPoolWorker-1' pid:32327 exited with "
+        "'signal 9 (SIGKILL)'",
+        "[2026-12-01 10:00:01,789: ERROR/MainProcess] Task handler raised error: WorkerLostError('Worker "
+        "exited prematurely: signal 9 (SIGKILL) Job: 1.')",
+        "Traceback (most recent call last):",
+        f'  File "{pool}", line 1367, in mark_as_worker_lost',
+        "    raise WorkerLostError(",
+        "billiard.einfo.ExceptionWithTraceback: ",
+        '"""',
+        "Traceback (most recent call last):",
+        f'  File "{pool}", line 1367, in mark_as_worker_lost',
+        "    raise WorkerLostError(",
+        "billiard.exceptions.WorkerLostError: Worker exited prematurely: signal 9 (SIGKILL) Job: 1.",
+        '"""',
+        "[2026-12-01 10:00:02,000: INFO/ForkPoolWorker-2] Acquired Lock('lock:report-43').",
+    ]
+    path = tmp_path / "worker-a.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sources, _ = expand_sources([str(path)])
+    got = Reader(FieldMapper(Settings())).read(sources)
+    assert got.inputs[0].malformed == 0 and got.malformed == []
+    assert got.raw["line"].to_list() == [1, 14]
+    assert got.raw["job_id"].to_list() == ["report-42", "report-43"]
+    # the same block with a stray line that is no continuation: located, and its neighbours read alike
+    lines.insert(8, "not a celery line")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    got = Reader(FieldMapper(Settings())).read(expand_sources([str(path)])[0])
+    assert [m[1] for m in got.malformed] == [9]
+    assert got.raw["line"].to_list() == [1, 15]

@@ -127,6 +127,15 @@ SAMPLES = (
         "lock_denied",
         {"job_id": "report-42"},
     ),
+    # a failed extend kills the renewal thread; a Celery worker (stderr redirected to its log at WARNING,
+    # one record per write) prints the thread's traceback in pieces: read, no event (the refresh before
+    # it is failed by the join: no renewal-thread line confirms it)
+    Sample("[2026-12-01 10:00:45,343: WARNING/ForkPoolWorker-1] Thread-1 (_lock_renewer)", None),
+    Sample(
+        "[2026-12-01 10:00:45,345: WARNING/ForkPoolWorker-1] Lock lock:report-42 is not acquired or it "
+        "already expired.",
+        None,
+    ),
     # the 3.x wording, in the same layout
     Sample(
         "[2026-12-01 10:00:00,120: INFO/ForkPoolWorker-1] Got lock for 'lock:report-42'.",
