@@ -209,3 +209,55 @@ def test_a_lost_worker_s_quoted_traceback_is_a_continuation(tmp_path: Any) -> No
     got = Reader(FieldMapper(Settings())).read(expand_sources([str(path)])[0])
     assert [m[1] for m in got.malformed] == [9]
     assert got.raw["line"].to_list() == [1, 15]
+
+
+DIED = "Lock lock:r is not acquired or it already expired."
+
+
+def test_redis_lock_join_a_dead_renewal_thread_rejects_the_refresh_before_it() -> None:
+    # python-redis-lock 4.0.1: the task's release signals the renewal thread while its extend is in
+    # flight ("Signaling ... to exit" after "Refreshing"); the extend is rejected and the thread's
+    # traceback ends with NotAcquired's message, a record of its own in a Celery worker's log
+    rows = [
+        {"dialect": P, "event": "lock_acquired", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "job_progress", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "job_progress", "job_id": "r", "thread": "W1", "message": DIED},
+        {"dialect": P, "event": "lock_released", "job_id": "r", "thread": "W1"},
+        # another worker process's refresh, confirmed by its next line, is not touched
+        {"dialect": P, "event": "lock_acquired", "job_id": "r", "thread": "W2"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W2"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W2"},
+    ]
+    out = BY_NAME[P].join(frame(rows))  # type: ignore[misc]
+    assert out["renewal_outcome"].to_list() == [
+        None, "success", "rejected", None, None, None, None, "success", None,
+    ]  # fmt: skip
+    assert out["event"].to_list()[4] == "job_progress"  # the process was alive then
+    # without the traceback, the "Signaling" line would have confirmed that refresh
+    rows.pop(4)
+    out = BY_NAME[P].join(frame(rows))  # type: ignore[misc]
+    assert out["renewal_outcome"].to_list()[2] == "success"
+    assert BY_NAME[P].match(DIED) == ("job_progress", {"job_id": "r"})
+
+
+def test_celery_join_a_release_no_task_end_follows_is_not_confirmed() -> None:
+    rows = [
+        {"dialect": C, "event": "job_triggered", "job_id": "t.render", "message_id": T1, "thread": "MainProcess"},
+        {"dialect": P, "event": "lock_acquired", "job_id": "report-42", "thread": "ForkPoolWorker-1"},
+        {"dialect": P, "event": "lock_released", "job_id": "report-42", "thread": "ForkPoolWorker-1"},
+        # (the worker was killed here: no "succeeded" / "raised" line for T1)
+        {"dialect": C, "event": "job_triggered", "job_id": "t.render", "message_id": T2, "thread": "MainProcess"},
+        {"dialect": P, "event": "lock_acquired", "job_id": "report-42", "thread": "ForkPoolWorker-2"},
+        {"dialect": P, "event": "lock_released", "job_id": "report-42", "thread": "ForkPoolWorker-2"},
+        {"dialect": C, "event": "job_finished", "job_id": "t.render", "execution_id": T2, "status": "ok",
+         "thread": "ForkPoolWorker-2"},
+    ]  # fmt: skip
+    out = BY_NAME[C].join(frame(rows))  # type: ignore[misc]
+    assert out["event"].to_list() == [
+        "job_triggered", "lock_acquired", "job_progress",
+        "job_triggered", "lock_acquired", "lock_released", "job_finished",
+    ]  # fmt: skip
+    assert out["execution_id"].to_list() == [T1, T1, T1, T2, T2, T2, T2]
+    assert out["released"].to_list()[5] == "true"
