@@ -372,9 +372,65 @@ def run_one(plan: PrlPlan, target: RedisTarget, folder: Path) -> RunScore:
     return rs
 
 
+class Tally:
+    """A campaign's counts: per finding kind (runs it shows in, expected, found, missed, false, uncertain,
+    figure errors, tolerated) and per fault (runs, failed runs, and the same statuses)."""
+
+    STATUSES = ("found", "missed", "false", "figure_error", "tolerated")
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, Counter[str]] = {}
+        self.faults: dict[str, Counter[str]] = {}
+
+    def add(self, fault: str, rs: RunScore | None) -> None:
+        row = self.faults.setdefault(fault, Counter())
+        if rs is None:
+            row["errors"] += 1
+            return
+        row["runs"] += 1
+        row["failed"] += rs.failed
+        for status in self.STATUSES:
+            row[status] += sum(rs.count(status).values())
+        seen: set[str] = set()
+        for item in rs.items:
+            k = self.kinds.setdefault(item.kind, Counter())
+            if item.status != "optional":
+                seen.add(item.kind)
+            k[item.status] += 1
+            if item.status in ("found", "missed"):
+                k["expected"] += 1
+        for kind, n in rs.uncertain.items():
+            self.kinds.setdefault(kind, Counter())["uncertain"] += n
+        for kind in seen:
+            self.kinds[kind]["runs"] += 1
+
+    def markdown(self) -> str:
+        cols = ("runs", "expected", "found", "missed", "false", "uncertain", "figure_error", "tolerated")
+        heads = ("runs", "expected", "found", "missed", "false", "uncertain", "figure errors", "tolerated")
+        out = ["| kind | " + " | ".join(heads) + " |", "|---" * (len(cols) + 1) + "|"]
+        for kind in sorted(self.kinds):
+            out.append(f"| {kind} | " + " | ".join(str(self.kinds[kind][c]) for c in cols) + " |")
+        fcols = ("runs", "failed", "found", "missed", "false", "figure_error", "tolerated", "errors")
+        fheads = ("runs", "failed", "found", "missed", "false", "figure errors", "tolerated", "could not run")
+        out += ["", "| fault | " + " | ".join(fheads) + " |", "|---" * (len(fcols) + 1) + "|"]
+        for fault in FAULTS:
+            if fault in self.faults:
+                out.append(f"| {fault} | " + " | ".join(str(self.faults[fault][c]) for c in fcols) + " |")
+        total = sum(self.faults.values(), Counter())
+        out.append("| all | " + " | ".join(str(total[c]) for c in fcols) + " |")
+        return "\n".join(out)
+
+
+def _report(name: str, rs: RunScore, took: str, what: str) -> None:
+    print(f"{name} {'FAIL' if rs.failed else 'ok'} {took} {what}", flush=True)
+    for item in rs.items:
+        if item.status in ("missed", "false", "figure_error"):
+            print(f"    {item.status} {item.kind} {','.join(item.execution_ids)}: {item.why[:200]}")
+
+
 def campaign(runs: int, seed: int, out: Path, keep: bool = False, start: int = 0) -> int:
-    """Play and score `runs` plans; print one line per run and a table per fault; 1 when any run failed."""
-    table: dict[str, Counter[str]] = {}
+    """Play and score `runs` plans; print one line per run and the tables; 1 when any run failed."""
+    tally = Tally()
     failed = 0
     with redis_target(None) as target:
         for i in range(start, start + runs):
@@ -386,31 +442,39 @@ def campaign(runs: int, seed: int, out: Path, keep: bool = False, start: int = 0
                 rs = run_one(plan, target, folder)
             except ReproduceError as e:
                 print(f"{plan.name} could not run: {str(e).splitlines()[0]}", flush=True)
-                table.setdefault(plan.fault, Counter())["errors"] += 1
+                tally.add(plan.fault, None)
                 failed += 1
                 continue
-            row = table.setdefault(plan.fault, Counter())
-            row["runs"] += 1
-            row["failed"] += rs.failed
-            for status in ("found", "missed", "false", "figure_error", "tolerated"):
-                row[status] += sum(rs.count(status).values())
+            tally.add(plan.fault, rs)
             failed += rs.failed
-            verdict = "FAIL" if rs.failed else "ok"
-            print(f"{plan.name} {verdict} {time.monotonic() - t:.1f}s  {plan.describe()}", flush=True)
-            for item in rs.items:
-                if item.status in ("missed", "false", "figure_error"):
-                    print(f"    {item.status} {item.kind} {','.join(item.execution_ids)}: {item.why[:200]}")
+            _report(plan.name, rs, f"{time.monotonic() - t:.1f}s ", plan.describe())
             if not rs.failed and not keep:
                 shutil.rmtree(folder, ignore_errors=True)
-    cols = ("runs", "failed", "found", "missed", "false", "figure_error", "tolerated", "errors")
-    print("| fault | " + " | ".join(cols) + " |")
-    print("|---" * (len(cols) + 1) + "|")
-    for fault in FAULTS:
-        if fault in table:
-            print(f"| {fault} | " + " | ".join(str(table[fault][c]) for c in cols) + " |")
-    total = sum(table.values(), Counter())
-    print("| all | " + " | ".join(str(total[c]) for c in cols) + " |")
+    print(tally.markdown())
     return 1 if failed else 0
+
+
+def replay(folders: list[Path]) -> int:
+    """Score kept runs again (their logs and truth.json; e.g. after a fix); 1 when any run failed."""
+    tally = Tally()
+    failed = 0
+    runs = sorted({t.parent for f in folders for t in [*f.glob("truth.json"), *f.glob("*/truth.json")]})
+    for folder in runs:
+        truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+        rs = score(truth, analyze(folder, truth))
+        tally.add(str(truth["plan"]["fault"]), rs)
+        failed += rs.failed
+        _report(
+            folder.name,
+            rs,
+            "",
+            PrlPlan(**{k: v for k, v in truth["plan"].items() if k in _PLAN_FIELDS}).describe(),
+        )
+    print(tally.markdown())
+    return 1 if failed else 0
+
+
+_PLAN_FIELDS = tuple(PrlPlan.__dataclass_fields__)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -420,7 +484,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start", type=int, default=0)
     p.add_argument("--out", type=Path, default=Path("prl-lab"))
     p.add_argument("--keep", action="store_true", help="keep the folders of runs that passed too")
+    p.add_argument(
+        "--replay", type=Path, nargs="+", default=None, help="score kept runs (folders) again, play nothing"
+    )
     a = p.parse_args(argv)
+    if a.replay:
+        return replay(a.replay)
     return campaign(a.runs, a.seed, a.out, a.keep, a.start)
 
 
