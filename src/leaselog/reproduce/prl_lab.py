@@ -287,6 +287,12 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
             for f in sorted(scratch.glob("*.truth.jsonl"))
         }
         shutil.rmtree(scratch, ignore_errors=True)
+    for f in faults:
+        if f["kind"] == "work-stall":  # when the task's work hung and resumed, as the task noted it
+            hung = {
+                m["event"]: m["monoMs"] for m in moments.get("pod-a", []) if m["event"].startswith("work_")
+            }
+            f.update(startMono=hung.get("work_hang"), endMono=hung.get("work_resumed"))
     pods = [
         {"role": "A", "path": "first", "pod": "pod-a"},
         {"role": "B", "path": "duplicate_publish", "pod": "pod-b"},
