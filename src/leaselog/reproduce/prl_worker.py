@@ -4,7 +4,9 @@ A real Celery worker (celery 5.x, prefork pool, Redis broker) runs the task `rep
 the real python-redis-lock on the real Redis: `redis_lock.Lock(redis, JOB, expire=LEASE_S,
 auto_renewal=RENEW)` (blocking), the work, the release. Celery writes the pod's log itself (`--logfile`,
 its default worker format); the library's loggers are set to DEBUG (`after_setup_logger`), so its lines
-land in the same file. Celery's settings are the ones that redeliver a task whose worker died:
+land in the same file. Sources: celery 5.7.0 (`celery/app/trace.py`,
+`celery/worker/strategy.py`, `celery/worker/request.py`), kombu 5.7.0 `kombu/transport/redis.py`
+(`visibility_timeout`, `unacked_restore_interval`). Celery's settings are the ones that redeliver a task whose worker died:
 `task_acks_late`, `task_reject_on_worker_lost` (a killed pool process: the message goes back to the
 queue at once) and the Redis transport's `visibility_timeout` (a killed worker: the message is restored
 once the timeout passed), with `worker_prefetch_multiplier=1`.
@@ -12,9 +14,11 @@ once the timeout passed), with `worker_prefetch_multiplier=1`.
 The worker is configured from the environment the lab sets (`LEASELOG_LAB_*`: the broker URL, the pod,
 its truth file, the run's key prefix). Beside Celery's log, each pod appends its CLOCK_MONOTONIC moments
 to its truth file (the lab's ground truth, never read by leaselog), from the process that lived them:
-the delivery (`task_received`, in the consumer, right after Celery logged "received"), the acquisition
-at the library's own "Acquired" line, each `extend()` of the library's renewal thread and its outcome,
-the end of the work, the release and whether it deleted the key. Each moment names its attempt (`run`):
+the delivery (in the consumer, at Celery's "received" line), the acquisition at the library's own
+"Acquired" line, each `extend()` of the library's renewal thread and its outcome, the release and whether
+it deleted the key, the task's end at Celery's end line (succeeded / raised, logged by the pool process
+after the function returned); a moment noted at a line takes the line's own wall time, so the truth and
+the log agree on when each attempt began and ended. Each moment names its attempt (`run`):
 the task id, `#N` appended for the Nth delivery of the same task. Coordination with the lab goes
 through Redis keys under the prefix (`leaselog.reproduce.pod.marker`).
 """
