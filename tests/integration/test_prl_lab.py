@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from leaselog.reproduce.prl_lab import draw, run_one
 from leaselog.reproduce.server import redis_target
 
 BASE = dict(lease_s=1, work_ms=1500, fault_at_ms=300, poller_tries=0)
@@ -41,6 +40,8 @@ def test_real_celery_run_is_scored_clean(tmp_path: Path, fault: str) -> None:
     pytest.importorskip("celery")
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (Debian package `redis-server`)")
+    from leaselog.reproduce.prl_lab import draw, run_one  # (imports Celery)
+
     plan = dataclasses.replace(draw(99, 0), **{**BASE, **PLANS[fault]})  # type: ignore[arg-type]
     folder = tmp_path / plan.name
     with redis_target(None) as target:
