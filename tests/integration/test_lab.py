@@ -320,6 +320,28 @@ def test_plausible_findings_are_tolerated() -> None:
     assert score(CLEAN, _doc(unsure)).failed
 
 
+def test_a_renewal_sent_after_its_lease_expired_is_a_plausible_failure() -> None:
+    # python-redis-lock's renewal thread waits its interval after the previous extend returned: a slow
+    # extend (sent at 700, back at 1400) pushes the next one (2100) past the lease anchored at 700; the
+    # pool process is killed before that one comes back (the truth never sees its outcome)
+    moments = {
+        "pod-a": [
+            _m("job_triggered", 0, trigger="first", messageId="attempt-a"),
+            _m("lock_acquired", 10),
+            _m("job_started", 10),
+            _m("lease_renewal", 700, renewalOutcome="success"),
+            _m("lease_renewal_sent", 2100, late=True),
+        ],
+    }
+    late = _truth(moments, faults=[{"kind": "crash", "role": "A", "startMono": 2300, "endMono": 2300}])
+    failed = _f("renewal_failed", ["attempt-a"])
+    assert not score(
+        late, _doc(failed, _f("lease_outlived", ["attempt-a"], "error", durationMs=400.0))
+    ).failed
+    moments["pod-a"].pop()  # without that moment, the same finding is not justified
+    assert score(_truth(moments, faults=late["faults"]), _doc(failed)).failed
+
+
 def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:
     ignored = _truth(
         {

@@ -123,6 +123,9 @@ RECEIVED_LINE: dict[str, tuple[float, float]] = {}
 # when the renewal thread last logged "Refreshing" / the task last logged "Releasing" (per process)
 REFRESH_SENT: list[float | None] = [None]
 RELEASE_SENT: list[float | None] = [None]
+# the truth's lease of the task this process runs: its last confirmed point (the acquisition, then each
+# successful extend as sent) and its length
+LEASE: dict[str, float] = {}
 
 
 class TruthFromLines(logging.Filter):
@@ -143,10 +146,16 @@ class TruthFromLines(logging.Filter):
                 TRUTH.note("job_finished", wall=wall, status="ok" if ok else "error")
                 TRUTH.run = None
         elif record.name == "redis_lock.acquire" and msg.startswith("Acquired Lock"):
-            TRUTH.note("lock_acquired", wall=wall)
+            LEASE["anchor"] = mono_ms()
+            TRUTH.note("lock_acquired", at=LEASE["anchor"], wall=wall)
             TRUTH.note("job_started", wall=wall)
         elif record.name == "redis_lock.refresh.thread" and msg.startswith("Refreshing"):
-            REFRESH_SENT[0] = mono_ms()
+            REFRESH_SENT[0] = sent = mono_ms()
+            if "anchor" in LEASE and sent > LEASE["anchor"] + LEASE["ms"]:
+                # sent after the lease expired (the renewal thread waits its interval after the previous
+                # extend returned: a slow one pushes the next past the lease); noted now, as the process
+                # may die before its outcome comes back
+                TRUTH.note("lease_renewal_sent", at=sent, wall=wall, late=True)
         elif record.name == "redis_lock.release" and msg.startswith("Releasing"):
             RELEASE_SENT[:] = [mono_ms()]
         return True
@@ -177,7 +186,14 @@ class TracedLock(redis_lock.Lock):  # type: ignore[misc]
         except redis.RedisError:
             TRUTH.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="error")
             raise
-        TRUTH.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="success")
+        sent = REFRESH_SENT[0]
+        late = sent is not None and "anchor" in LEASE and sent > LEASE["anchor"] + LEASE["ms"]
+        if late:
+            TRUTH.note("lease_renewal", at=sent, renewalOutcome="success", late=True)
+        else:
+            TRUTH.note("lease_renewal", at=sent, renewalOutcome="success")
+        if sent is not None:
+            LEASE["anchor"] = sent
 
     def release(self) -> None:
         try:
@@ -272,6 +288,8 @@ def render(
             if time.monotonic() > end:
                 raise RuntimeError(f"{wait_for} never came")
             time.sleep(POLL_S)
+    LEASE.clear()
+    LEASE["ms"] = lease_s * 1000.0
     lock = TracedLock(_COORD["lock_client"], job, expire=lease_s, auto_renewal=renew)
     try:
         if tries:

@@ -13,7 +13,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   last logged moment to the kill (the logs cannot show when a process died after its last line). A lease
   its owner released (deleted) before it expired is not outlived by what the task does after the release.
 - tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
-  local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent); renewal_gap on an execution
+  local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent), or on a renewal sent
+  after its lease's true expiry (`lease_renewal_sent` in the truth: a lock library whose renewal thread
+  runs on, python-redis-lock; its outcome may never have been seen); renewal_gap on an execution
   a pause, a network cut or a Redis stall hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
   a stop never honoured or within 50 ms of the target; ownership_loss_unhandled on an execution whose
   renewal truly failed and that never requested a stop (a lock library with no stop: python-redis-lock);
@@ -267,6 +269,8 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "it did crash holding the lease (not taken over: the job was lost)"
     if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
         return "a renewal that succeeded after the local deadline (late)"
+    if kind == "renewal_failed" and any(a.first("lease_renewal_sent") for a in hit):
+        return "a renewal sent after its lease's true expiry (late, whatever came of it)"
     if kind == "ownership_loss_unhandled":
         for a in hit:
             if a.stop_requested is None and any(r["renewalOutcome"] != "success" for r in a.renewals()):
