@@ -342,6 +342,31 @@ def test_a_renewal_sent_after_its_lease_expired_is_a_plausible_failure() -> None
     assert score(_truth(moments, faults=late["faults"]), _doc(failed)).failed
 
 
+def test_a_crash_the_logs_cannot_show_past_the_lease_and_a_crash_after_the_release() -> None:
+    crash = [{"kind": "crash", "role": "A", "startMono": 1080, "endMono": 1080}]
+    b = [
+        _m("job_triggered", 20, trigger="duplicate_publish"),
+        _m("lock_acquired", 1100),
+        _m("job_started", 1100),
+    ]
+    # A's last line (its acquisition at 10) is long before its lease's end (1010); killed at 1080: a 70 ms
+    # zombie no line shows is no miss
+    silent = _truth({"pod-a": [_m("job_triggered", 0, trigger="first"), _m("lock_acquired", 10)], "pod-b": b},
+                    faults=crash, renew=False)  # fmt: skip
+    e = {x.kind: x for x in expectations(silent)}
+    assert e["lease_outlived"].optional and e["crash_takeover"].figure == 90.0
+    # A released (deleted) its lease at 500, then died before its task ended: no lease to take over
+    released = _truth(
+        {
+            "pod-a": [_m("lock_acquired", 10), _m("lock_released", 500, released=True)],
+            "pod-b": [_m("lock_acquired", 600), _m("job_started", 600)],
+        },
+        faults=crash,
+        renew=False,
+    )
+    assert "crash_takeover" not in {x.kind for x in expectations(released)}
+
+
 def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:
     ignored = _truth(
         {

@@ -61,3 +61,35 @@ def test_real_celery_run_is_scored_clean(tmp_path: Path, fault: str) -> None:
         }
     else:
         assert RECEIVED_AGAIN not in pod_b
+
+
+def test_a_release_cut_short_by_a_kill_is_settled_by_redis_s_own_record() -> None:
+    pytest.importorskip("celery")
+    from leaselog.reproduce.prl_lab import released_by_owner
+
+    def m(event: str, mono: float, run: str, **kw: object) -> dict[str, object]:
+        return {"event": event, "monoMs": mono, "run": run, **kw}
+
+    def moments() -> dict[str, list[dict[str, object]]]:
+        # A logged "Releasing" and was killed before the UNLOCK's answer; B acquired next
+        return {
+            "pod-a": [m("lock_acquired", 10, "attempt-a"), m("lock_release_sent", 480, "attempt-a")],
+            "pod-b": [
+                m("lock_acquired", 700, "attempt-b"),
+                m("lock_released", 900, "attempt-b", released=True),
+            ],
+        }
+
+    # Redis deleted the key while A held it: A's release deleted it
+    got = moments()
+    released_by_owner(["set", "expire", "del", "set", "expire", "del"], got)  # type: ignore[arg-type]
+    assert [x["event"] for x in got["pod-a"]] == ["lock_acquired", "lock_release_sent", "lock_released"]
+    assert got["pod-a"][-1]["released"] is True and got["pod-a"][-1]["monoMs"] == 480
+    # the key expired under A (its UNLOCK found nothing, or never ran): nothing is inferred
+    got = moments()
+    released_by_owner(["set", "expire", "expired", "set", "expire", "del"], got)  # type: ignore[arg-type]
+    assert [x["event"] for x in got["pod-a"]] == ["lock_acquired", "lock_release_sent"]
+    # acquisitions and sets that do not pair up: nothing is inferred
+    got = moments()
+    released_by_owner(["set", "del"], got)  # type: ignore[arg-type]
+    assert [x["event"] for x in got["pod-a"]] == ["lock_acquired", "lock_release_sent"]

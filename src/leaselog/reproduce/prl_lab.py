@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -128,6 +129,74 @@ def draw(seed: int, index: int) -> PrlPlan:
     # pod C polls for at most half of A's work (it must give up while A still holds the lock)
     tries = rng.choice((0, 0, max(1, work // 2 // 250)))
     return PrlPlan(seed, index, lease_s, renew, work, rng.randint(200, 800), fault, at, length, tries)
+
+
+class KeyEvents:
+    """Redis's own record of the lock's key: keyspace notifications (`set`, `expire`, `del`, `expired`) on
+    the run's throwaway server, in Redis's order. It tells whether a release whose process died before
+    the UNLOCK's answer deleted the key."""
+
+    def __init__(self, url: str, key: str) -> None:
+        client: Any = redis.Redis.from_url(url, socket_timeout=WAIT_S)
+        # K: keyspace channel, g: generic commands (del, expire), $: strings (set), x: expired
+        client.config_set("notify-keyspace-events", "Kg$x")
+        db = client.connection_pool.connection_kwargs.get("db", 0)
+        self.client = client
+        self.pubsub: Any = client.pubsub(ignore_subscribe_messages=True)
+        self.pubsub.subscribe(f"__keyspace@{db}__:{key}")
+        self.events: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._listen, name="key-events", daemon=True)
+        self._thread.start()
+
+    def _listen(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(redis.RedisError):
+                m = self.pubsub.get_message(timeout=0.05)
+                if m and m.get("type") == "message":
+                    self.events.append(m["data"].decode())
+
+    def close(self) -> None:
+        time.sleep(0.2)  # the last notifications in flight
+        self._stop.set()
+        self._thread.join(timeout=5)
+        with contextlib.suppress(redis.RedisError):
+            self.pubsub.close()
+            self.client.close()
+
+    def released_by_owner(self, moments: dict[str, list[dict[str, Any]]]) -> None:
+        released_by_owner(self.events, moments)
+
+
+def released_by_owner(events: list[str], moments: dict[str, list[dict[str, Any]]]) -> None:
+    """A release whose process died before it noted the outcome (`lock_release_sent`, no
+    `lock_released`) deleted the key when Redis deleted it while that attempt held it (a `del` between
+    its acquisition's `set` and the next one: only the owner's UNLOCK deletes it); `moments` gains its
+    `lock_released`. The k-th `set` is the k-th acquisition; when the counts differ, nothing is inferred."""
+    acquisitions = sorted(
+        (float(m["monoMs"]), pod, str(m.get("run")))
+        for pod, ms in moments.items()
+        for m in ms
+        if m["event"] == "lock_acquired"
+    )
+    order = [(pod, run) for _, pod, run in acquisitions]
+    windows: list[list[str]] = []
+    for e in events:
+        if e == "set":
+            windows.append([])
+        elif windows:
+            windows[-1].append(e)
+    if len(windows) != len(order):
+        return
+    for (pod, run), window in zip(order, windows, strict=True):
+        ms = [m for m in moments[pod] if str(m.get("run")) == run]
+        sent = next((m for m in ms if m["event"] == "lock_release_sent"), None)
+        if sent is None or any(m["event"] == "lock_released" for m in ms) or "del" not in window:
+            continue
+        moments[pod].append(
+            {**sent, "event": "lock_released", "released": True, "from": "redis keyspace del"}
+        )
+        moments[pod].sort(key=lambda m: float(m["monoMs"]))
 
 
 @dataclass
@@ -227,6 +296,7 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
     producer.conf.update(celery_settings(target.url, plan.visibility_s))
     workers: dict[str, Worker] = {}
     faults: list[dict[str, Any]] = []
+    key_events = KeyEvents(target.url, f"lock:{job}")
     killed: set[str] = set()
     started = time.monotonic()
     task = {"job": job, "lease_s": plan.lease_s, "renew": plan.renew}
@@ -273,6 +343,7 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
         t_stop = time.monotonic()
         _stop(workers, killed)
         stop_s = time.monotonic() - t_stop
+        key_events.close()
         with contextlib.suppress(redis.RedisError):
             stale = list(client.scan_iter(match=f"{prefix}:*", count=500))
             stale += [f"lock:{job}", f"lock-signal:{job}"]
@@ -287,6 +358,7 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
             for f in sorted(scratch.glob("*.truth.jsonl"))
         }
         shutil.rmtree(scratch, ignore_errors=True)
+    key_events.released_by_owner(moments)
     for f in faults:
         if f["kind"] == "work-stall":  # when the task's work hung and resumed, as the task noted it
             hung = {

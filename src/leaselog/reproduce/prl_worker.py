@@ -158,6 +158,8 @@ class TruthFromLines(logging.Filter):
                 TRUTH.note("lease_renewal_sent", at=sent, wall=wall, late=True)
         elif record.name == "redis_lock.release" and msg.startswith("Releasing"):
             RELEASE_SENT[:] = [mono_ms()]
+            # noted now: the process may die before the UNLOCK's answer (the lab then asks Redis)
+            TRUTH.note("lock_release_sent", at=RELEASE_SENT[0], wall=wall)
         return True
 
 

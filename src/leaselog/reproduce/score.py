@@ -10,7 +10,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   per execution that acquired after another had, with the true trigger path.
   An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
   cannot show it, so its absence is no miss. A crashed execution's zombie time is right anywhere from its
-  last logged moment to the kill (the logs cannot show when a process died after its last line). A lease
+  last logged moment to the kill (the logs cannot show when a process died after its last line), and is
+  optional when its last logged moment is within the tolerance of its lease's expiry. An execution that
+  released (deleted) its lease and died before it ended expects no crash_takeover. A lease
   its owner released (deleted) before it expired is not outlived by what the task does after the release.
 - tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
   local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent), or on a renewal sent
@@ -222,13 +224,15 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
             exp = a.expiry(a.end, lease)
             if exp is not None and a.end > exp:
                 seen = max((m["monoMs"] for m in a.moments if m["monoMs"] <= a.end), default=a.end)
+                low = max(0.0, seen - exp) if a.crashed else None
                 out.append(
                     Expected(
                         "lease_outlived",
                         (a.eid,),
                         a.end - exp,
-                        optional=a.end - exp <= tol,
-                        figure_min=max(0.0, seen - exp) if a.crashed else None,
+                        # a crashed execution's zombie shows in its log only up to its last line
+                        optional=(a.end - exp if low is None else low) <= tol,
+                        figure_min=low,
                     )
                 )
         if any(r["renewalOutcome"] != "success" for r in a.renewals()):
@@ -245,6 +249,9 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
     if len(truth["effects"]) >= 2:
         out.append(Expected("duplicate_effect", tuple(truth["effects"])))
     for a in ran:
+        rel = a.first("lock_released")
+        if rel is not None and rel.get("released") is True:
+            continue  # it released (deleted) its lease before it died: no lease to take over
         if a.crashed and a.end is not None:
             later = [b for b in ran if b is not a and (b.acquired or 0) > a.end]
             if later:
