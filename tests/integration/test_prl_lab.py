@@ -63,9 +63,9 @@ def test_real_celery_run_is_scored_clean(tmp_path: Path, fault: str) -> None:
         assert RECEIVED_AGAIN not in pod_b
 
 
-def test_a_release_cut_short_by_a_kill_is_settled_by_redis_s_own_record() -> None:
+def test_what_a_kill_cut_short_is_settled_by_redis_s_own_record() -> None:
     pytest.importorskip("celery")
-    from leaselog.reproduce.prl_lab import released_by_owner
+    from leaselog.reproduce.prl_lab import settle_from_redis
 
     def m(event: str, mono: float, run: str, **kw: object) -> dict[str, object]:
         return {"event": event, "monoMs": mono, "run": run, **kw}
@@ -82,14 +82,31 @@ def test_a_release_cut_short_by_a_kill_is_settled_by_redis_s_own_record() -> Non
 
     # Redis deleted the key while A held it: A's release deleted it
     got = moments()
-    released_by_owner(["set", "expire", "del", "set", "expire", "del"], got)  # type: ignore[arg-type]
+    settle_from_redis(["set", "expire", "del", "set", "expire", "del"], got)  # type: ignore[arg-type]
     assert [x["event"] for x in got["pod-a"]] == ["lock_acquired", "lock_release_sent", "lock_released"]
     assert got["pod-a"][-1]["released"] is True and got["pod-a"][-1]["monoMs"] == 480
     # the key expired under A (its UNLOCK found nothing, or never ran): nothing is inferred
     got = moments()
-    released_by_owner(["set", "expire", "expired", "set", "expire", "del"], got)  # type: ignore[arg-type]
+    settle_from_redis(["set", "expire", "expired", "set", "expire", "del"], got)  # type: ignore[arg-type]
     assert [x["event"] for x in got["pod-a"]] == ["lock_acquired", "lock_release_sent"]
     # acquisitions and sets that do not pair up: nothing is inferred
     got = moments()
-    released_by_owner(["set", "del"], got)  # type: ignore[arg-type]
+    settle_from_redis(["set", "del"], got)  # type: ignore[arg-type]
     assert [x["event"] for x in got["pod-a"]] == ["lock_acquired", "lock_release_sent"]
+    # a refresh in flight when the worker was killed: Redis counted its EXPIRE (the acquisition's SET EX,
+    # the first refresh, this one), so it extended the lease
+    got = moments()
+    got["pod-a"][1:] = [
+        m("lease_renewal_sent", 300, "attempt-a"),
+        m("lease_renewal", 300, "attempt-a", renewalOutcome="success"),
+        m("lease_renewal_sent", 600, "attempt-a"),
+    ]
+    settle_from_redis(["set", "expire", "expire", "expire", "expired", "set", "expire", "del"], got)  # type: ignore[arg-type]
+    assert [(x["event"], x["monoMs"]) for x in got["pod-a"] if x["event"] == "lease_renewal"] == [
+        ("lease_renewal", 300),
+        ("lease_renewal", 600),
+    ]
+    got = moments()  # one EXPIRE less: that refresh never reached Redis (or was rejected)
+    got["pod-a"][1:] = [m("lease_renewal_sent", 300, "attempt-a"), m("lease_renewal_sent", 600, "attempt-a")]
+    settle_from_redis(["set", "expire", "expire", "expired", "set", "expire", "del"], got)  # type: ignore[arg-type]
+    assert [x["monoMs"] for x in got["pod-a"] if x["event"] == "lease_renewal"] == [300]

@@ -164,15 +164,19 @@ class KeyEvents:
             self.pubsub.close()
             self.client.close()
 
-    def released_by_owner(self, moments: dict[str, list[dict[str, Any]]]) -> None:
-        released_by_owner(self.events, moments)
+    def settle_from_redis(self, moments: dict[str, list[dict[str, Any]]]) -> None:
+        settle_from_redis(self.events, moments)
 
 
-def released_by_owner(events: list[str], moments: dict[str, list[dict[str, Any]]]) -> None:
-    """A release whose process died before it noted the outcome (`lock_release_sent`, no
-    `lock_released`) deleted the key when Redis deleted it while that attempt held it (a `del` between
-    its acquisition's `set` and the next one: only the owner's UNLOCK deletes it); `moments` gains its
-    `lock_released`. The k-th `set` is the k-th acquisition; when the counts differ, nothing is inferred."""
+def settle_from_redis(events: list[str], moments: dict[str, list[dict[str, Any]]]) -> None:
+    """Settle from Redis's own record what a process killed mid-call never noted; `moments` gains it:
+    - a release sent (`lock_release_sent`) with no outcome deleted the key when Redis deleted it while that
+      attempt held it (a `del` between its acquisition's `set` and the next one: only the owner's UNLOCK
+      deletes it): `lock_released`, deleted;
+    - a refresh sent (`lease_renewal_sent`) with no outcome extended the lease when Redis counted more
+      `expire`s in that attempt's hold than the truth has successful renewals (the acquisition's SET EX is
+      the first; each successful EXTEND one more): `lease_renewal`, success, for the earliest such refreshes.
+    The k-th `set` is the k-th acquisition; when the counts differ, nothing is inferred."""
     acquisitions = sorted(
         (float(m["monoMs"]), pod, str(m.get("run")))
         for pod, ms in moments.items()
@@ -190,13 +194,29 @@ def released_by_owner(events: list[str], moments: dict[str, list[dict[str, Any]]
         return
     for (pod, run), window in zip(order, windows, strict=True):
         ms = [m for m in moments[pod] if str(m.get("run")) == run]
+        added: list[dict[str, Any]] = []
         sent = next((m for m in ms if m["event"] == "lock_release_sent"), None)
-        if sent is None or any(m["event"] == "lock_released" for m in ms) or "del" not in window:
-            continue
-        moments[pod].append(
-            {**sent, "event": "lock_released", "released": True, "from": "redis keyspace del"}
-        )
-        moments[pod].sort(key=lambda m: float(m["monoMs"]))
+        if sent is not None and not any(m["event"] == "lock_released" for m in ms) and "del" in window:
+            added.append({**sent, "event": "lock_released", "released": True, "from": "redis keyspace del"})
+        outcomes = {float(m["monoMs"]) for m in ms if m["event"] == "lease_renewal"}
+        ok = sum(1 for m in ms if m["event"] == "lease_renewal" and m.get("renewalOutcome") == "success")
+        unsettled = [
+            m for m in ms if m["event"] == "lease_renewal_sent" and float(m["monoMs"]) not in outcomes
+        ]
+        for m in unsettled[: max(0, window.count("expire") - 1 - ok)]:
+            fields = {"late": True} if m.get("late") else {}
+            added.append(
+                {
+                    **m,
+                    "event": "lease_renewal",
+                    "renewalOutcome": "success",
+                    "from": "redis keyspace expire",
+                    **fields,
+                }
+            )
+        if added:
+            moments[pod].extend(added)
+            moments[pod].sort(key=lambda m: float(m["monoMs"]))
 
 
 @dataclass
@@ -358,7 +378,7 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
             for f in sorted(scratch.glob("*.truth.jsonl"))
         }
         shutil.rmtree(scratch, ignore_errors=True)
-    key_events.released_by_owner(moments)
+    key_events.settle_from_redis(moments)
     for f in faults:
         if f["kind"] == "work-stall":  # when the task's work hung and resumed, as the task noted it
             hung = {

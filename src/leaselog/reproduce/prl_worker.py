@@ -151,11 +151,13 @@ class TruthFromLines(logging.Filter):
             TRUTH.note("job_started", wall=wall)
         elif record.name == "redis_lock.refresh.thread" and msg.startswith("Refreshing"):
             REFRESH_SENT[0] = sent = mono_ms()
+            # noted now, as the process may die before its outcome comes back (the lab then asks Redis);
+            # late: sent after the lease expired (the renewal thread waits its interval after the previous
+            # extend returned, so a slow one pushes the next past the lease)
             if "anchor" in LEASE and sent > LEASE["anchor"] + LEASE["ms"]:
-                # sent after the lease expired (the renewal thread waits its interval after the previous
-                # extend returned: a slow one pushes the next past the lease); noted now, as the process
-                # may die before its outcome comes back
                 TRUTH.note("lease_renewal_sent", at=sent, wall=wall, late=True)
+            else:
+                TRUTH.note("lease_renewal_sent", at=sent, wall=wall)
         elif record.name == "redis_lock.release" and msg.startswith("Releasing"):
             RELEASE_SENT[:] = [mono_ms()]
             # noted now: the process may die before the UNLOCK's answer (the lab then asks Redis)

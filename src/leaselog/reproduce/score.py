@@ -276,7 +276,9 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "it did crash holding the lease (not taken over: the job was lost)"
     if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
         return "a renewal that succeeded after the local deadline (late)"
-    if kind == "renewal_failed" and any(a.first("lease_renewal_sent") for a in hit):
+    if kind == "renewal_failed" and any(
+        m.get("late") for a in hit for m in a.moments if m["event"] == "lease_renewal_sent"
+    ):
         return "a renewal sent after its lease's true expiry (late, whatever came of it)"
     if kind == "ownership_loss_unhandled":
         for a in hit:
