@@ -2,7 +2,7 @@
 (leaselog.reproduce.prl_lab): Celery's own log files, read through the dialects, scored against the truth.
 The 100-run campaign is run by hand (`python -m leaselog.reproduce.prl_lab --runs 100`); here, one run per
 fault kind: a paused pool process (with a poller turned away), a stalled task, a killed pool process and a
-killed worker (both redelivered to the other pod)."""
+killed worker (each task redelivered: the same task id received again)."""
 
 from __future__ import annotations
 
@@ -51,16 +51,18 @@ def test_real_celery_run_is_scored_clean(tmp_path: Path, fault: str) -> None:
     assert EXPECTED[fault] <= {i.kind for i in rs.items if i.status == "found"}
     doc = json.loads((folder / "leaselog.json").read_text())
     assert doc["lines"]["malformed"] == 0  # Celery's lines, the library's and every traceback read
-    pod_b = (folder / "pod-b.log").read_text()
+    logs = {pod: (folder / f"{pod}.log").read_text() for pod in ("pod-a", "pod-b")}
+    received = sum(text.count(RECEIVED_AGAIN) for text in logs.values())
     if fault.startswith("crash"):
-        # the same task id received a second time, by the other pod's worker: a redelivery
-        assert RECEIVED_AGAIN in pod_b
-        assert {i.truth for i in rs.items if i.kind == "second_attempt"} == {
-            "duplicate_publish",
-            "redelivery",
-        }
+        # the same task id received a second time: a redelivery (a killed pool process's task may come
+        # back to pod B or to pod A's new pool process; a killed worker's, to pod B)
+        assert received == 2
+        if fault == "crash-worker":
+            assert RECEIVED_AGAIN in logs["pod-b"]
+        triggers = {i.truth for i in rs.items if i.kind == "second_attempt"}
+        assert triggers == {"duplicate_publish", "redelivery"}
     else:
-        assert RECEIVED_AGAIN not in pod_b
+        assert received == 1
 
 
 def test_what_a_kill_cut_short_is_settled_by_redis_s_own_record() -> None:
