@@ -147,8 +147,10 @@ class TruthFromLines(logging.Filter):
                 TRUTH.run = None
         elif record.name == "redis_lock.acquire" and msg.startswith("Acquired Lock"):
             LEASE["anchor"] = mono_ms()
+            # the task's guarded work starts at this line: both moments at once (a note can be slow: the
+            # pool process's first one opens the truth file)
             TRUTH.note("lock_acquired", at=LEASE["anchor"], wall=wall)
-            TRUTH.note("job_started", wall=wall)
+            TRUTH.note("job_started", at=LEASE["anchor"], wall=wall)
         elif record.name == "redis_lock.refresh.thread" and msg.startswith("Refreshing"):
             REFRESH_SENT[0] = sent = mono_ms()
             # noted now, as the process may die before its outcome comes back (the lab then asks Redis);
