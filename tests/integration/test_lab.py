@@ -365,6 +365,21 @@ def test_a_crash_the_logs_cannot_show_past_the_lease_and_a_crash_after_the_relea
         renew=False,
     )
     assert "crash_takeover" not in {x.kind for x in expectations(released)}
+    # B acquired at 900, after A's last line (10) but before the kill (1080); C at 1500: the logs show
+    # no overlap (optional), and B or C took over as far as they can tell (B: 900 - 1010 = -110)
+    b_early = [_m("job_triggered", 20, trigger="duplicate_publish"), _m("lock_acquired", 900),
+               _m("job_started", 900), _m("job_finished", 1200)]  # fmt: skip
+    c = [
+        _m("job_triggered", 30, trigger="duplicate_publish"),
+        _m("lock_acquired", 1500),
+        _m("job_started", 1500),
+    ]
+    early = _truth(
+        {"pod-a": [_m("lock_acquired", 10)], "pod-b": b_early, "pod-c": c}, faults=crash, renew=False
+    )
+    e = {x.kind: x for x in expectations(early)}
+    assert e["overlapping_executions"].optional and e["overlapping_executions"].figure == 180.0
+    assert e["crash_takeover"].figure == 490.0 and e["crash_takeover"].figure_min == -110.0
 
 
 def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:

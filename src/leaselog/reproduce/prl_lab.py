@@ -352,6 +352,16 @@ def play(plan: PrlPlan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 a_done = f"done:{run_name('attempt-a', 2)}"
                 if f["scope"] == "worker":
                     killed.add("A")
+                if client.exists(marker(prefix, "done:attempt-a")):
+                    # the task ended between the check and the kill: it comes back only if Celery had
+                    # not acknowledged it yet
+                    f["landed"] = "after the task's end"
+                    again = f"received:{run_name('attempt-a', 2)}"
+                    grace = 5.0 + (plan.visibility_s if f["scope"] == "worker" else 0)
+                    with contextlib.suppress(ReproduceError):
+                        _wait(client, prefix, again, workers, timeout=grace)
+                    if not client.exists(marker(prefix, again)):
+                        a_done = "done:attempt-a"
         timeout = WAIT_S + (plan.visibility_s if "A" in killed else 0)
         for name in [a_done, *waits]:
             _wait(client, prefix, name, workers, timeout)

@@ -11,7 +11,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
   cannot show it, so its absence is no miss. A crashed execution's zombie time is right anywhere from its
   last logged moment to the kill (the logs cannot show when a process died after its last line), and is
-  optional when its last logged moment is within the tolerance of its lease's expiry. An execution that
+  optional when its last logged moment is within the tolerance of its lease's expiry; the same holds for
+  an overlap with a crashed execution, and a crash_takeover's figure is right from the first acquisition
+  after the crashed execution's last logged moment to the first after the kill. An execution that
   released (deleted) its lease and died before it ended expects no crash_takeover. A lease
   its owner released (deleted) before it expired is not outlived by what the task does after the release.
 - tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
@@ -207,8 +209,17 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
                 continue
             lo, hi = max(a.start or 0, b.start or 0), min(a.end or 0, b.end or 0)
             if hi > lo:
+                # a crashed execution shows in its log only up to its last line
+                shown = min(_seen(a), _seen(b)) - lo
+                low = max(0.0, shown) if a.crashed or b.crashed else None
                 out.append(
-                    Expected("overlapping_executions", (a.eid, b.eid), hi - lo, optional=hi - lo <= tol)
+                    Expected(
+                        "overlapping_executions",
+                        (a.eid, b.eid),
+                        hi - lo,
+                        optional=(hi - lo if low is None else low) <= tol,
+                        figure_min=low,
+                    )
                 )
     for a in ran:
         rel = a.first("lock_released")
@@ -257,10 +268,26 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
             if later:
                 nxt = min(later, key=lambda b: b.acquired or 0.0)
                 exp = a.expiry(a.end, lease) or 0.0
-                out.append(Expected("crash_takeover", (a.eid, nxt.eid), (nxt.acquired or 0.0) - exp))
+                # the logs show the crash at its last line: the first acquisition after that one is a
+                # takeover as far as they can tell
+                seen = min(b.acquired or 0.0 for b in ran if b is not a and (b.acquired or 0) > _seen(a))
+                out.append(
+                    Expected(
+                        "crash_takeover",
+                        (a.eid, nxt.eid),
+                        (nxt.acquired or 0.0) - exp,
+                        figure_min=min(seen, nxt.acquired or 0.0) - exp,
+                    )
+                )
     for b in ran[1:]:
         out.append(Expected("second_attempt", (b.eid,), trigger=b.path))
     return out
+
+
+def _seen(a: Attempt) -> float:
+    """The last moment of an attempt up to its end (a crashed one's last moment before the kill)."""
+    end = a.end if a.end is not None else float("inf")
+    return max((float(m["monoMs"]) for m in a.moments if m["monoMs"] <= end), default=end)
 
 
 def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]) -> str | None:
