@@ -66,8 +66,7 @@ def test_real_celery_run_is_scored_clean(tmp_path: Path, fault: str) -> None:
 
 
 def test_what_a_kill_cut_short_is_settled_by_redis_s_own_record() -> None:
-    pytest.importorskip("celery")
-    from leaselog.reproduce.prl_lab import settle_from_redis
+    from leaselog.reproduce.keyspace import settle_from_redis
 
     def m(event: str, mono: float, run: str, **kw: object) -> dict[str, object]:
         return {"event": event, "monoMs": mono, "run": run, **kw}
