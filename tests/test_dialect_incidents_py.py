@@ -2,9 +2,12 @@
 with no mapping file, give their findings with the right figures; clean runs and denials at every tick
 give nothing at warning or error.
 
-python-redis-lock-celery is a lab run of the real python-redis-lock 4.0.0 on a real Redis (pod A paused
-3.3 s past its 2 s lease; pod B's task took the lock; pod C's task polled without blocking and gave up),
-with task ids and paths substituted; its truth: overlap 676.7 ms, zombie 2067.4 ms. The leader-election
+python-redis-lock-celery is a lab run of the real python-redis-lock 4.0.1 inside real Celery 5.7.0 workers on
+a real Redis (`leaselog.reproduce.prl_lab`: worker A's pool process paused 3.3 s with a 2 s lock and
+auto_renewal; worker B's task took the lock; worker C's task polled without blocking and gave up), the
+log files as Celery wrote them with task ids, hostnames and paths substituted and the lab's tracing
+frames (its `Lock` subclass) taken out of the tracebacks; its truth: overlap 705.5 ms, zombie 1616.5 ms,
+the renewal thread's extend after the pause rejected. The leader-election
 sample is written from client-go's sources (no Go here): a leader frozen from 10:00:20.4 to 10:00:41.3
 that reconciles again before it notices the other replica took the lease.
 """
@@ -158,10 +161,14 @@ def test_python_redis_lock_in_celery_paused_worker() -> None:
     a_task = "6f1d2c3a-8b4e-4f0a-9c1d-2e3f4a5b6c7d"
     b_task = "0b9e8d7c-6a5f-4e3d-8c2b-1a0f9e8d7c6b"
     (overlap,) = got["overlapping_executions"]
-    assert overlap.duration_ms == 682.0 and set(overlap.execution_ids) == {a_task, b_task}
+    assert overlap.duration_ms == 704.0 and set(overlap.execution_ids) == {a_task, b_task}
     (outlived,) = got["lease_outlived"]
     # the lease (2 s) from the refresh interval the renewal thread announced (1.333 s = 2/3 of expire)
-    assert outlived.duration_ms == 2068.0 and outlived.execution_ids[0] == a_task
+    assert outlived.duration_ms == 1617.0 and outlived.execution_ids[0] == a_task
+    # the refresh after the pause: "Refreshing", then the renewal thread's traceback (Celery's stderr
+    # redirect), no "Exiting renewal thread": it failed, and the task ran on (the library has no stop)
+    (renewal,) = got["renewal_failed"]
+    assert renewal.execution_ids == (a_task,)
     (stale,) = got["stale_release"]
     assert stale.execution_ids == (a_task,)  # NotAcquired at release, as Celery logged it
     (second,) = got["second_attempt"]
@@ -169,6 +176,8 @@ def test_python_redis_lock_in_celery_paused_worker() -> None:
     assert {f.kind for f in _alarms(a)} == {
         "overlapping_executions",
         "lease_outlived",
+        "renewal_failed",
+        "ownership_loss_unhandled",
         "stale_release",
         "second_attempt",
     }

@@ -320,6 +320,68 @@ def test_plausible_findings_are_tolerated() -> None:
     assert score(CLEAN, _doc(unsure)).failed
 
 
+def test_a_renewal_sent_after_its_lease_expired_is_a_plausible_failure() -> None:
+    # python-redis-lock's renewal thread waits its interval after the previous extend returned: a slow
+    # extend (sent at 700, back at 1400) pushes the next one (2100) past the lease anchored at 700; the
+    # pool process is killed before that one comes back (the truth never sees its outcome)
+    moments = {
+        "pod-a": [
+            _m("job_triggered", 0, trigger="first", messageId="attempt-a"),
+            _m("lock_acquired", 10),
+            _m("job_started", 10),
+            _m("lease_renewal", 700, renewalOutcome="success"),
+            _m("lease_renewal_sent", 2100, late=True),
+        ],
+    }
+    late = _truth(moments, faults=[{"kind": "crash", "role": "A", "startMono": 2300, "endMono": 2300}])
+    failed = _f("renewal_failed", ["attempt-a"])
+    assert not score(
+        late, _doc(failed, _f("lease_outlived", ["attempt-a"], "error", durationMs=400.0))
+    ).failed
+    moments["pod-a"].pop()  # without that moment, the same finding is not justified
+    assert score(_truth(moments, faults=late["faults"]), _doc(failed)).failed
+
+
+def test_a_crash_the_logs_cannot_show_past_the_lease_and_a_crash_after_the_release() -> None:
+    crash = [{"kind": "crash", "role": "A", "startMono": 1080, "endMono": 1080}]
+    b = [
+        _m("job_triggered", 20, trigger="duplicate_publish"),
+        _m("lock_acquired", 1100),
+        _m("job_started", 1100),
+    ]
+    # A's last line (its acquisition at 10) is long before its lease's end (1010); killed at 1080: a 70 ms
+    # zombie no line shows is no miss
+    silent = _truth({"pod-a": [_m("job_triggered", 0, trigger="first"), _m("lock_acquired", 10)], "pod-b": b},
+                    faults=crash, renew=False)  # fmt: skip
+    e = {x.kind: x for x in expectations(silent)}
+    assert e["lease_outlived"].optional and e["crash_takeover"].figure == 90.0
+    # A released (deleted) its lease at 500, then died before its task ended: no lease to take over
+    released = _truth(
+        {
+            "pod-a": [_m("lock_acquired", 10), _m("lock_released", 500, released=True)],
+            "pod-b": [_m("lock_acquired", 600), _m("job_started", 600)],
+        },
+        faults=crash,
+        renew=False,
+    )
+    assert "crash_takeover" not in {x.kind for x in expectations(released)}
+    # B acquired at 900, after A's last line (10) but before the kill (1080); C at 1500: the logs show
+    # no overlap (optional), and B or C took over as far as they can tell (B: 900 - 1010 = -110)
+    b_early = [_m("job_triggered", 20, trigger="duplicate_publish"), _m("lock_acquired", 900),
+               _m("job_started", 900), _m("job_finished", 1200)]  # fmt: skip
+    c = [
+        _m("job_triggered", 30, trigger="duplicate_publish"),
+        _m("lock_acquired", 1500),
+        _m("job_started", 1500),
+    ]
+    early = _truth(
+        {"pod-a": [_m("lock_acquired", 10)], "pod-b": b_early, "pod-c": c}, faults=crash, renew=False
+    )
+    e = {x.kind: x for x in expectations(early)}
+    assert e["overlapping_executions"].optional and e["overlapping_executions"].figure == 180.0
+    assert e["crash_takeover"].figure == 490.0 and e["crash_takeover"].figure_min == -110.0
+
+
 def test_a_stop_never_honoured_must_be_reported_by_a_stop_finding() -> None:
     ignored = _truth(
         {

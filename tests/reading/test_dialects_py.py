@@ -167,3 +167,97 @@ def test_a_malformed_line_is_located_and_its_neighbours_read(tmp_path: Any, good
     assert got.raw["line"].to_list() == [1, 3]
     assert got.raw["event"].to_list() == ["lock_acquired", "lock_acquired"]
     assert got.raw["ts"].to_list()[0].startswith("2026-12-01T10:00:00.")
+
+
+def test_a_lost_worker_s_quoted_traceback_is_a_continuation(tmp_path: Any) -> None:
+    # as celery 5.7.0 logs a pool process killed mid-task (billiard 4.3.2 wraps the pool's traceback in
+    # `\n"""\n...\n"""`): every line of the block belongs to the error record above it
+    from leaselog.config import Settings
+    from leaselog.events import FieldMapper
+    from leaselog.reading.reader import Reader
+    from leaselog.reading.sources import expand_sources
+
+    pool = "/usr/local/lib/python3.11/site-packages/billiard/pool.py"
+    lines = [
+        "[2026-12-01 10:00:00,001: INFO/ForkPoolWorker-1] Acquired Lock('lock:report-42').",
+        "[2026-12-01 10:00:01,676: ERROR/MainProcess] Process 'ForkPoolWorker-1' pid:32327 exited with "
+        "'signal 9 (SIGKILL)'",
+        "[2026-12-01 10:00:01,789: ERROR/MainProcess] Task handler raised error: WorkerLostError('Worker "
+        "exited prematurely: signal 9 (SIGKILL) Job: 1.')",
+        "Traceback (most recent call last):",
+        f'  File "{pool}", line 1367, in mark_as_worker_lost',
+        "    raise WorkerLostError(",
+        "billiard.einfo.ExceptionWithTraceback: ",
+        '"""',
+        "Traceback (most recent call last):",
+        f'  File "{pool}", line 1367, in mark_as_worker_lost',
+        "    raise WorkerLostError(",
+        "billiard.exceptions.WorkerLostError: Worker exited prematurely: signal 9 (SIGKILL) Job: 1.",
+        '"""',
+        "[2026-12-01 10:00:02,000: INFO/ForkPoolWorker-2] Acquired Lock('lock:report-43').",
+    ]
+    path = tmp_path / "worker-a.log"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sources, _ = expand_sources([str(path)])
+    got = Reader(FieldMapper(Settings())).read(sources)
+    assert got.inputs[0].malformed == 0 and got.malformed == []
+    assert got.raw["line"].to_list() == [1, 14]
+    assert got.raw["job_id"].to_list() == ["report-42", "report-43"]
+    # the same block with a stray line that is no continuation: located, and its neighbours read alike
+    lines.insert(8, "not a celery line")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    got = Reader(FieldMapper(Settings())).read(expand_sources([str(path)])[0])
+    assert [m[1] for m in got.malformed] == [9]
+    assert got.raw["line"].to_list() == [1, 15]
+
+
+DIED = "Lock lock:r is not acquired or it already expired."
+
+
+def test_redis_lock_join_a_dead_renewal_thread_rejects_the_refresh_before_it() -> None:
+    # python-redis-lock 4.0.1: the task's release signals the renewal thread while its extend is in
+    # flight ("Signaling ... to exit" after "Refreshing"); the extend is rejected and the thread's
+    # traceback ends with NotAcquired's message, a record of its own in a Celery worker's log
+    rows = [
+        {"dialect": P, "event": "lock_acquired", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "job_progress", "job_id": "r", "thread": "W1"},
+        {"dialect": P, "event": "job_progress", "job_id": "r", "thread": "W1", "message": DIED},
+        {"dialect": P, "event": "lock_released", "job_id": "r", "thread": "W1"},
+        # another worker process's refresh, confirmed by its next line, is not touched
+        {"dialect": P, "event": "lock_acquired", "job_id": "r", "thread": "W2"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W2"},
+        {"dialect": P, "event": "lease_renewal", "job_id": "r", "thread": "W2"},
+    ]
+    out = BY_NAME[P].join(frame(rows))  # type: ignore[misc]
+    assert out["renewal_outcome"].to_list() == [
+        None, "success", "rejected", None, None, None, None, "success", None,
+    ]  # fmt: skip
+    assert out["event"].to_list()[4] == "job_progress"  # the process was alive then
+    # without the traceback, the "Signaling" line would have confirmed that refresh
+    rows.pop(4)
+    out = BY_NAME[P].join(frame(rows))  # type: ignore[misc]
+    assert out["renewal_outcome"].to_list()[2] == "success"
+    assert BY_NAME[P].match(DIED) == ("job_progress", {"job_id": "r"})
+
+
+def test_celery_join_a_release_no_task_end_follows_is_not_confirmed() -> None:
+    rows = [
+        {"dialect": C, "event": "job_triggered", "job_id": "t.render", "message_id": T1, "thread": "MainProcess"},
+        {"dialect": P, "event": "lock_acquired", "job_id": "report-42", "thread": "ForkPoolWorker-1"},
+        {"dialect": P, "event": "lock_released", "job_id": "report-42", "thread": "ForkPoolWorker-1"},
+        # (the worker was killed here: no "succeeded" / "raised" line for T1)
+        {"dialect": C, "event": "job_triggered", "job_id": "t.render", "message_id": T2, "thread": "MainProcess"},
+        {"dialect": P, "event": "lock_acquired", "job_id": "report-42", "thread": "ForkPoolWorker-2"},
+        {"dialect": P, "event": "lock_released", "job_id": "report-42", "thread": "ForkPoolWorker-2"},
+        {"dialect": C, "event": "job_finished", "job_id": "t.render", "execution_id": T2, "status": "ok",
+         "thread": "ForkPoolWorker-2"},
+    ]  # fmt: skip
+    out = BY_NAME[C].join(frame(rows))  # type: ignore[misc]
+    assert out["event"].to_list() == [
+        "job_triggered", "lock_acquired", "job_progress",
+        "job_triggered", "lock_acquired", "lock_released", "job_finished",
+    ]  # fmt: skip
+    assert out["execution_id"].to_list() == [T1, T1, T1, T2, T2, T2, T2]
+    assert out["released"].to_list()[5] == "true"

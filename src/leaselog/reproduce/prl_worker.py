@@ -1,209 +1,336 @@
-"""One pod of a python-redis-lock lab run: `python -m leaselog.reproduce.prl_worker ...`, its own OS process.
+"""The python-redis-lock lab's Celery app: `celery -A leaselog.reproduce.prl_worker worker ...`, one per pod.
 
-It runs one task the way a Celery task guarded by python-redis-lock does: the task arrives, the worker
-takes `redis_lock.Lock(redis, JOB, expire=LEASE_S, auto_renewal=RENEW)` (blocking), works, and leaves the
-`with` block (release). The lock is the real library on the real Redis, with its own loggers on at
-DEBUG; every line goes through one handler in Celery's worker format
-(`[%(asctime)s: %(levelname)s/%(processName)s] %(message)s`, celery 5.7.0 `app/defaults.py`), with
-the pool process name `ForkPoolWorker-1`, and the task's own lines are Celery's messages
-(`app/trace.py` LOG_RECEIVED from MainProcess, LOG_SUCCESS, LOG_FAILURE `raised unexpected` with the
-traceback). Celery itself is not running: this process plays its worker.
+A real Celery worker (celery 5.x, prefork pool, Redis broker) runs the task `reports.render`, guarded by
+the real python-redis-lock on the real Redis: `redis_lock.Lock(redis, JOB, expire=LEASE_S,
+auto_renewal=RENEW)` (blocking), the work, the release. Celery writes the pod's log itself (`--logfile`,
+its default worker format); the library's loggers are set to DEBUG (`after_setup_logger`), so its lines
+land in the same file. Sources: celery 5.7.0 (`celery/app/trace.py`,
+`celery/worker/strategy.py`, `celery/worker/request.py`), kombu 5.7.0 `kombu/transport/redis.py`
+(`visibility_timeout`, `unacked_restore_interval`). Celery's settings are the ones that redeliver a task whose worker died:
+`task_acks_late`, `task_reject_on_worker_lost` (a killed pool process: the message goes back to the
+queue at once) and the Redis transport's `visibility_timeout` (a killed worker: the message is restored
+once the timeout passed), with `worker_prefetch_multiplier=1`.
 
-Beside the log, it appends its CLOCK_MONOTONIC moments to `--truth` (the lab's ground truth, in the shape
-of `leaselog.reproduce.pod.PodLog`'s truth file): the acquisition when the library logged it, each
-`extend()` as the library's renewal thread made it (and its outcome), the end of the work, the release
-and whether it deleted the key.
+The worker is configured from the environment the lab sets (`LEASELOG_LAB_*`: the broker URL, the pod,
+its truth file, the run's key prefix). Beside Celery's log, each pod appends its CLOCK_MONOTONIC moments
+to its truth file (the lab's ground truth, never read by leaselog), from the process that lived them:
+the delivery (in the consumer, at Celery's "received" line), the acquisition at the library's own
+"Acquired" line, each `extend()` of the library's renewal thread and its outcome, the release and whether
+it deleted the key, the task's end at Celery's end line (succeeded / raised, logged by the pool process
+after the function returned); a moment noted at a line takes the line's own wall time, so the truth and
+the log agree on when each attempt began and ended. Each moment names its attempt (`run`):
+the task id, `#N` appended for the Nth delivery of the same task. Coordination with the lab goes
+through Redis keys under the prefix (`leaselog.reproduce.pod.marker`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import sys
+import os
 import threading
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import redis
 import redis_lock
+from celery import Celery, signals
+from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 
 from leaselog.reproduce.pod import COORDINATION_TIMEOUT_S, POLL_S, marker, mono_ms, signal_list
 
-CELERY_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"  # celery DEFAULT_PROCESS_LOG_FMT
-POOL_PROCESS = "ForkPoolWorker-1"
-# celery 5.7.0 app/trace.py
-LOG_RECEIVED = "Task %(name)s[%(id)s] received"
-LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss: %(return_value)s"
-LOG_FAILURE = "Task %(name)s[%(id)s] %(description)s: %(exc)s"
 TASK_NAME = "reports.render"
-# when the renewal thread last logged "Refreshing" (one renewal thread per pod)
-REFRESH_SENT: list[float | None] = [None]
-# when the task last logged "Releasing"
-RELEASE_SENT: list[float | None] = [None]
+QUEUE = "reports"  # the render tasks (first deliveries and redeliveries)
+POLL_QUEUE = "polls"  # the poller's task, for its own pod only
+# a killed worker's unacked task is restored after this long (longer than any lab task runs)
+VISIBILITY_TIMEOUT_S = 30
+ENV_BROKER = "LEASELOG_LAB_BROKER"
+ENV_POD = "LEASELOG_LAB_POD"
+ENV_TRUTH = "LEASELOG_LAB_TRUTH"
+ENV_PREFIX = "LEASELOG_LAB_PREFIX"
+ENV_VISIBILITY = "LEASELOG_LAB_VISIBILITY_S"
+
+
+def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
+    """The settings of the lab's workers and of the lab's producer."""
+    return {
+        "broker_url": broker,
+        "broker_connection_retry_on_startup": True,
+        "broker_transport_options": {
+            "visibility_timeout": visibility_s,
+            # sweep for expired unacked messages every second (Celery's default: every 100 s)
+            "unacked_restore_interval": 1,
+            "unacked_restore_throttle": 1,
+        },
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "task_ignore_result": True,
+        "task_default_queue": QUEUE,
+        "worker_prefetch_multiplier": 1,
+        "worker_enable_remote_control": False,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
+    }
+
+
+app = Celery("leaselog-lab")
+app.conf.update(
+    celery_settings(
+        os.environ.get(ENV_BROKER, "redis://127.0.0.1:6379/0"),
+        int(os.environ.get(ENV_VISIBILITY, VISIBILITY_TIMEOUT_S)),
+    )
+)
 
 
 class Truth:
-    """The pod's ground-truth moments (never read by leaselog); safe from the work and renewal threads."""
+    """The pod's ground-truth moments, appended by whichever of its processes lived them (one O_APPEND
+    write per moment); safe from the task's and the renewal thread's threads."""
 
-    def __init__(self, path: Path) -> None:
-        self._f = path.open("a", encoding="utf-8")
+    def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._f: Any = None
+        self._pid = -1
+        self.run: str | None = None  # the attempt this process runs now
 
-    def note(self, event: str, at: float | None = None, **fields: Any) -> None:
+    def note(
+        self,
+        event: str,
+        at: float | None = None,
+        run: str | None = None,
+        wall: float | None = None,
+        **fields: Any,
+    ) -> None:
+        """A moment: `at` its CLOCK_MONOTONIC ms (now by default), `wall` its wall-clock ms (now by default;
+        a line's moment takes the line's own time, so the truth's moments and the log's lines agree)."""
+        path = os.environ.get(ENV_TRUTH)
+        if not path:
+            return
         with self._lock:
+            if self._pid != os.getpid():  # a forked pool process opens its own handle
+                self._f = Path(path).open("a", encoding="utf-8")  # noqa: SIM115 (open while the process lives)
+                self._pid = os.getpid()
             mono = mono_ms() if at is None else at
-            line = {"event": event, "monoMs": round(mono, 3), "wallMs": time.time_ns() // 1_000_000}
+            wall_ms = time.time_ns() // 1_000_000 if wall is None else int(wall)
+            line = {"event": event, "monoMs": round(mono, 3), "wallMs": wall_ms}
+            line["run"] = run or self.run
             self._f.write(json.dumps({**line, **fields}, separators=(",", ":")) + "\n")
             self._f.flush()
 
-    def close(self) -> None:
-        self._f.close()
+
+TRUTH = Truth()
+# when the consumer last logged "received" (wall ms of the line, monotonic ms)
+RECEIVED_LINE: dict[str, tuple[float, float]] = {}
+# when the renewal thread last logged "Refreshing" / the task last logged "Releasing" (per process)
+REFRESH_SENT: list[float | None] = [None]
+RELEASE_SENT: list[float | None] = [None]
+# the truth's lease of the task this process runs: its last confirmed point (the acquisition, then each
+# successful extend as sent) and its length
+LEASE: dict[str, float] = {}
 
 
-def celery_logging(path: Path, truth: Truth) -> logging.Handler:
-    """One file handler in Celery's worker format; `processName` is the pool process's, or the record's
-    `celery_process` (the consumer's lines are MainProcess's). The library's "Acquired" line also notes
-    the truth's acquisition, at that very moment (the library logs it right after its SET succeeded and
-    before it starts the renewal thread, which can take long on a loaded machine)."""
+class TruthFromLines(logging.Filter):
+    """The library's and Celery's own lines as the truth's anchors: "Acquired" is logged right after its
+    SET succeeded (before the renewal thread starts, which can take long on a loaded machine); the EXTEND
+    goes out right after "Refreshing", the UNLOCK right after "Releasing"; the task ends when Celery's
+    trace logs it (succeeded / raised: after the function returned, in the same pool process)."""
 
-    class PoolProcess(logging.Filter):
-        def filter(self, record: logging.LogRecord) -> bool:
-            record.processName = getattr(record, "celery_process", POOL_PROCESS)
-            if record.name == "redis_lock.acquire" and str(record.msg).startswith("Acquired Lock"):
-                truth.note("lock_acquired")
-                truth.note("job_started")
-            elif record.name == "redis_lock.refresh.thread" and str(record.msg).startswith("Refreshing"):
-                # the EXTEND goes out right after this line: its moment anchors the renewed lease
-                REFRESH_SENT[0] = mono_ms()
-            elif record.name == "redis_lock.release" and str(record.msg).startswith("Releasing"):
-                RELEASE_SENT[0] = mono_ms()  # the UNLOCK goes out right after this line
-            return True
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = str(record.msg)
+        wall = record.created * 1000
+        if record.name == "celery.worker.strategy" and isinstance(record.args, dict):
+            if msg == LOG_RECEIVED and record.args.get("name") == TASK_NAME:
+                RECEIVED_LINE[str(record.args.get("id"))] = (wall, mono_ms())
+        elif record.name == "celery.app.trace" and isinstance(record.args, dict):
+            if record.args.get("name") == TASK_NAME and TRUTH.run is not None:
+                ok = msg == LOG_SUCCESS
+                TRUTH.note("job_finished", wall=wall, status="ok" if ok else "error")
+                TRUTH.run = None
+        elif record.name == "redis_lock.acquire" and msg.startswith("Acquired Lock"):
+            LEASE["anchor"] = mono_ms()
+            # the task's guarded work starts at this line: both moments at once (a note can be slow: the
+            # pool process's first one opens the truth file)
+            TRUTH.note("lock_acquired", at=LEASE["anchor"], wall=wall)
+            TRUTH.note("job_started", at=LEASE["anchor"], wall=wall)
+        elif record.name == "redis_lock.refresh.thread" and msg.startswith("Refreshing"):
+            REFRESH_SENT[0] = sent = mono_ms()
+            # noted now, as the process may die before its outcome comes back (the lab then asks Redis);
+            # late: sent after the lease expired (the renewal thread waits its interval after the previous
+            # extend returned, so a slow one pushes the next past the lease)
+            if "anchor" in LEASE and sent > LEASE["anchor"] + LEASE["ms"]:
+                TRUTH.note("lease_renewal_sent", at=sent, wall=wall, late=True)
+            else:
+                TRUTH.note("lease_renewal_sent", at=sent, wall=wall)
+        elif record.name == "redis_lock.release" and msg.startswith("Releasing"):
+            RELEASE_SENT[:] = [mono_ms()]
+            # noted now: the process may die before the UNLOCK's answer (the lab then asks Redis)
+            TRUTH.note("lock_release_sent", at=RELEASE_SENT[0], wall=wall)
+        return True
 
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(CELERY_FORMAT))
-    handler.addFilter(PoolProcess())
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+
+for _name in (
+    "redis_lock.acquire",
+    "redis_lock.refresh.thread",
+    "redis_lock.release",
+    "celery.app.trace",
+    "celery.worker.strategy",
+):
+    logging.getLogger(_name).addFilter(TruthFromLines())
+
+
+class TracedLock(redis_lock.Lock):  # type: ignore[misc]
+    """The library's lock; only `extend` (what its renewal thread calls) also notes its outcome."""
+
+    def extend(self, expire: int | None = None) -> None:
+        try:
+            super().extend(expire)
+        except redis_lock.NotAcquired:
+            TRUTH.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="rejected")
+            raise
+        except redis.TimeoutError:
+            TRUTH.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="timeout")
+            raise
+        except redis.RedisError:
+            TRUTH.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="error")
+            raise
+        sent = REFRESH_SENT[0]
+        late = sent is not None and "anchor" in LEASE and sent > LEASE["anchor"] + LEASE["ms"]
+        if late:
+            TRUTH.note("lease_renewal", at=sent, renewalOutcome="success", late=True)
+        else:
+            TRUTH.note("lease_renewal", at=sent, renewalOutcome="success")
+        if sent is not None:
+            LEASE["anchor"] = sent
+
+    def release(self) -> None:
+        try:
+            super().release()
+        finally:
+            RELEASE_SENT.append(mono_ms())
+
+
+def library_loggers(**_: Any) -> None:
+    # the library logs its refreshes and releases at DEBUG; Celery runs at INFO
     logging.getLogger("redis_lock").setLevel(logging.DEBUG)
-    return handler
 
 
-def traced_lock(truth: Truth) -> type[redis_lock.Lock]:
-    class TracedLock(redis_lock.Lock):  # type: ignore[misc]
-        """The library's lock; only `extend` (what its renewal thread calls) also notes its outcome."""
-
-        def extend(self, expire: int | None = None) -> None:
-            try:
-                super().extend(expire)
-            except redis_lock.NotAcquired:
-                truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="rejected")
-                raise
-            except redis.TimeoutError:
-                truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="timeout")
-                raise
-            except redis.RedisError:
-                truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="error")
-                raise
-            truth.note("lease_renewal", at=REFRESH_SENT[0], renewalOutcome="success")
-
-    return TracedLock
+_COORD: dict[str, Any] = {}
 
 
-def run(a: argparse.Namespace) -> int:
-    truth = Truth(Path(a.truth))
-    celery_logging(Path(a.log), truth)
-    trace = logging.getLogger("celery.app.trace")
-    coord: Any = redis.Redis.from_url(a.redis, socket_timeout=COORDINATION_TIMEOUT_S)
-    conn: Any = redis.StrictRedis.from_url(a.redis)
-    lock_class = traced_lock(truth)
+def coord() -> Any:
+    """This process's coordination client (a forked pool process makes its own)."""
+    pid = os.getpid()
+    if _COORD.get("pid") != pid:
+        url = os.environ.get(ENV_BROKER, app.conf.broker_url)
+        _COORD.update(
+            pid=pid,
+            client=redis.Redis.from_url(url, socket_timeout=COORDINATION_TIMEOUT_S),
+            lock_client=redis.StrictRedis.from_url(url),
+        )
+    return _COORD["client"]
 
-    def mark(name: str) -> None:
-        pipe = coord.pipeline(transaction=True)
-        pipe.set(marker(a.prefix, name), "1", ex=600)
-        pipe.rpush(signal_list(a.prefix, name), "1")
-        pipe.expire(signal_list(a.prefix, name), 600)
-        pipe.execute()
 
-    if a.start_after:
+def mark(name: str, value: str = "1") -> None:
+    prefix = os.environ.get(ENV_PREFIX, "leaselog:prl")
+    pipe = coord().pipeline(transaction=True)
+    pipe.set(marker(prefix, name), value, ex=600)
+    pipe.rpush(signal_list(prefix, name), value)
+    pipe.expire(signal_list(prefix, name), 600)
+    pipe.execute()
+
+
+def run_name(task_id: str, delivery: int) -> str:
+    return task_id if delivery <= 1 else f"{task_id}#{delivery}"
+
+
+def _deliveries_key(task_id: str) -> str:
+    return marker(os.environ.get(ENV_PREFIX, "leaselog:prl"), f"deliveries:{task_id}")
+
+
+def received(request: Any = None, **_: Any) -> None:
+    """In the consumer, right after Celery logged "received": the delivery's truth moment (the line's)."""
+    if request is None or request.name != TASK_NAME:
+        return
+    n = int(coord().incr(_deliveries_key(request.id)))
+    coord().expire(_deliveries_key(request.id), 600)
+    path = (request.kwargs or {}).get("path", "first") if n == 1 else "redelivery"
+    wall, at = RECEIVED_LINE.pop(request.id, (None, None))
+    fields = {"path": path, "trigger": path, "messageId": request.id}
+    TRUTH.note("job_triggered", at=at, run=run_name(request.id, n), wall=wall, **fields)
+    mark(f"received:{run_name(request.id, n)}", os.environ.get(ENV_POD, "?"))
+
+
+def ready(**_: Any) -> None:
+    mark(f"ready:{os.environ.get(ENV_POD, '?')}", str(os.getpid()))
+
+
+def _sleep_until(deadline_ms: float) -> None:
+    while mono_ms() < deadline_ms:
+        time.sleep(min(0.02, max(0.0, (deadline_ms - mono_ms()) / 1000)))
+
+
+def render(
+    self: Any,
+    job: str,
+    lease_s: int,
+    renew: bool,
+    work_ms: int,
+    path: str = "first",
+    hang_at_ms: int = 0,
+    hang_ms: int = 0,
+    tries: int = 0,
+    poll_ms: int = 250,
+    wait_for: str | None = None,
+) -> None:
+    """Take the job's lock (blocking, or `tries` non-blocking polls), work `work_ms` (hanging `hang_ms`
+    at `hang_at_ms`), release; a release that finds the key gone raises NotAcquired (Celery logs the
+    failure)."""
+    c = coord()
+    task_id = str(self.request.id)
+    delivery = int(c.get(_deliveries_key(task_id)) or 1)
+    TRUTH.run = run = run_name(task_id, delivery)
+    if wait_for:
         end = time.monotonic() + COORDINATION_TIMEOUT_S
-        while not coord.exists(marker(a.prefix, a.start_after)):
+        while not c.exists(marker(os.environ.get(ENV_PREFIX, "leaselog:prl"), wait_for)):
             if time.monotonic() > end:
-                raise SystemExit(f"{a.pod}: {a.start_after} never came")
+                raise RuntimeError(f"{wait_for} never came")
             time.sleep(POLL_S)
-    ctx = {"name": TASK_NAME, "id": a.task_id}
-    trace.info(LOG_RECEIVED, ctx, extra={"celery_process": "MainProcess"})
-    truth.note("job_triggered", trigger=a.path, messageId=a.task_id)
-    mark(f"triggered:{a.role}")
-    began = time.monotonic()
-    lock = lock_class(conn, a.job_id, expire=a.lease_s, auto_renewal=a.renew)
+    LEASE.clear()
+    LEASE["ms"] = lease_s * 1000.0
+    lock = TracedLock(_COORD["lock_client"], job, expire=lease_s, auto_renewal=renew)
     try:
-        if a.tries:
+        if tries:
             # a task that polls the lock (non-blocking) and gives up: "Failed to acquire" at every tick
-            for _ in range(a.tries):
+            for _ in range(tries):
                 if lock.acquire(blocking=False):
                     lock.release()
-                    truth.note("lock_released", at=RELEASE_SENT[0], released=True)
+                    TRUTH.note("lock_released", at=RELEASE_SENT[0], released=True)
                     break
-                truth.note("lock_denied")
-                time.sleep(a.poll_ms / 1000)
-            truth.note("job_finished", status="ok")
-            trace.info(LOG_SUCCESS, {**ctx, "runtime": time.monotonic() - began, "return_value": None})
-            mark(f"done:{a.role}")
-            return 0
+                TRUTH.note("lock_denied")
+                time.sleep(poll_ms / 1000)
+            return
         lock.acquire(blocking=True)  # the truth notes the acquisition at the library's "Acquired" line
-        mark(f"started:{a.role}")
-        deadline = mono_ms() + a.work_ms
-        while mono_ms() < deadline:
-            time.sleep(min(0.02, max(0.0, (deadline - mono_ms()) / 1000)))
+        mark(f"started:{run}", str(os.getpid()))
+        began = mono_ms()
+        if hang_ms and hang_at_ms < work_ms:
+            _sleep_until(began + hang_at_ms)
+            TRUTH.note("work_hang", hangMs=hang_ms)  # the work's call hangs: the lab's stall
+            time.sleep(hang_ms / 1000)
+            TRUTH.note("work_resumed")
+            began += hang_ms
+        _sleep_until(began + work_ms)
         # the task ends when it leaves the `with` block: after the release, at Celery's end line
         try:
             lock.release()
-        except redis_lock.NotAcquired as e:
-            truth.note("lock_released", at=RELEASE_SENT[0], released=False)
-            truth.note("job_finished", status="error")
-            ctx2 = {**ctx, "description": "raised unexpected", "exc": repr(e)}
-            trace.error(LOG_FAILURE, ctx2, exc_info=(type(e), e, e.__traceback__))
-        else:
-            truth.note("lock_released", at=RELEASE_SENT[0], released=True)
-            truth.note("job_finished", status="ok")
-            runtime = time.monotonic() - began
-            trace.info(LOG_SUCCESS, {**ctx, "runtime": runtime, "return_value": None})
-    except Exception:
-        traceback.print_exc()
-        return 1
+        except redis_lock.NotAcquired:
+            TRUTH.note("lock_released", at=RELEASE_SENT[0], released=False, returnedMonoMs=RELEASE_SENT[-1])
+            raise
+        TRUTH.note("lock_released", at=RELEASE_SENT[0], released=True, returnedMonoMs=RELEASE_SENT[-1])
+        # the task's end (job_finished) is noted at Celery's end line (TruthFromLines)
     finally:
-        truth.close()
-    mark(f"done:{a.role}")
-    return 0
+        mark(f"done:{run}", os.environ.get(ENV_POD, "?"))
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m leaselog.reproduce.prl_worker", description=__doc__)
-    p.add_argument("--redis", required=True)
-    p.add_argument("--prefix", required=True)
-    p.add_argument("--job-id", required=True, help="the lock's name (the job)")
-    p.add_argument("--task-id", required=True, help="the Celery task id (the execution id)")
-    p.add_argument("--pod", required=True)
-    p.add_argument("--role", required=True)
-    p.add_argument("--path", default="first", help="how this task came (the truth's trigger path)")
-    p.add_argument("--log", required=True)
-    p.add_argument("--truth", required=True)
-    p.add_argument("--lease-s", type=int, default=2, help="the lock's expire (whole seconds)")
-    p.add_argument("--renew", action="store_true", help="auto_renewal (every 2/3 of the lease)")
-    p.add_argument("--work-ms", type=int, default=1000)
-    p.add_argument("--start-after", default=None, help="wait for this marker before the task arrives")
-    p.add_argument("--tries", type=int, default=0, help="poll the lock (non-blocking) this many times")
-    p.add_argument("--poll-ms", type=int, default=250)
-    return p.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run(parse_args(sys.argv[1:] if argv is None else argv))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+signals.after_setup_logger.connect(library_loggers)
+signals.task_received.connect(received)
+signals.worker_ready.connect(ready)
+app.task(name=TASK_NAME, bind=True)(render)

@@ -10,10 +10,16 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   per execution that acquired after another had, with the true trigger path.
   An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
   cannot show it, so its absence is no miss. A crashed execution's zombie time is right anywhere from its
-  last logged moment to the kill (the logs cannot show when a process died after its last line). A lease
+  last logged moment to the kill (the logs cannot show when a process died after its last line), and is
+  optional when its last logged moment is within the tolerance of its lease's expiry; the same holds for
+  an overlap with a crashed execution, and a crash_takeover's figure is right from the first acquisition
+  after the crashed execution's last logged moment to the first after the kill. An execution that
+  released (deleted) its lease and died before it ended expects no crash_takeover. A lease
   its owner released (deleted) before it expired is not outlived by what the task does after the release.
 - tolerated (neither found nor false): renewal_failed on a renewal that succeeded after the worker's
-  local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent); renewal_gap on an execution
+  local deadline (late: the worker treats it as failed; docs/TRUTH.md is silent), or on a renewal sent
+  after its lease's true expiry (`lease_renewal_sent` in the truth: a lock library whose renewal thread
+  runs on, python-redis-lock; its outcome may never have been seen); renewal_gap on an execution
   a pause, a network cut or a Redis stall hit, that had failed renewals, or whose true renewal spacing exceeded 1.5 x the interval; stop_delayed on
   a stop never honoured or within 50 ms of the target; ownership_loss_unhandled on an execution whose
   renewal truly failed and that never requested a stop (a lock library with no stop: python-redis-lock);
@@ -275,12 +281,16 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
                 continue
             lo, hi = max(a.start or 0, b.start or 0), min(a.end or 0, b.end or 0)
             if hi > lo:
+                # a crashed execution shows in its log only up to its last line
+                shown = min(_seen(a), _seen(b)) - lo
+                low = max(0.0, shown) if a.crashed or b.crashed else None
                 out.append(
                     Expected(
                         "overlapping_executions",
                         (a.eid, b.eid),
                         hi - lo,
-                        optional=hi - lo <= tol,
+                        optional=(hi - lo if low is None else low) <= tol,
+                        figure_min=low,
                         span=(lo, hi),
                         pods=(a.pod, b.pod),
                     )
@@ -299,13 +309,15 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
             exp = a.expiry(a.end, lease)
             if exp is not None and a.end > exp:
                 seen = max((m["monoMs"] for m in a.moments if m["monoMs"] <= a.end), default=a.end)
+                low = max(0.0, seen - exp) if a.crashed else None
                 out.append(
                     Expected(
                         "lease_outlived",
                         (a.eid,),
                         a.end - exp,
-                        optional=a.end - exp <= tol,
-                        figure_min=max(0.0, seen - exp) if a.crashed else None,
+                        # a crashed execution's zombie shows in its log only up to its last line
+                        optional=(a.end - exp if low is None else low) <= tol,
+                        figure_min=low,
                         span=(exp - lease, a.end),
                         pods=(a.pod,),
                     )
@@ -328,17 +340,24 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
     if len(truth["effects"]) >= 2:
         out.append(Expected("duplicate_effect", tuple(truth["effects"])))
     for a in ran:
+        rel = a.first("lock_released")
+        if rel is not None and rel.get("released") is True:
+            continue  # it released (deleted) its lease before it died: no lease to take over
         if a.crashed and a.end is not None:
             later = [b for b in ran if b is not a and (b.acquired or 0) > a.end]
             if later:
                 nxt = min(later, key=lambda b: b.acquired or 0.0)
                 exp = a.expiry(a.end, lease) or 0.0
                 took = nxt.acquired or 0.0
+                # the logs show the crash at its last line: the first acquisition after that one is a
+                # takeover as far as they can tell
+                seen = min(b.acquired or 0.0 for b in ran if b is not a and (b.acquired or 0) > _seen(a))
                 out.append(
                     Expected(
                         "crash_takeover",
                         (a.eid, nxt.eid),
                         took - exp,
+                        figure_min=min(seen, took) - exp,
                         span=(exp - lease, took),
                         pods=(a.pod, nxt.pod),
                     )
@@ -346,6 +365,12 @@ def expectations(truth: dict[str, Any]) -> list[Expected]:
     for b in ran[1:]:
         out.append(Expected("second_attempt", (b.eid,), trigger=b.path))
     return out + _failover_expectations(truth, ran, tol) + _clock_step_expectations(truth)
+
+
+def _seen(a: Attempt) -> float:
+    """The last moment of an attempt up to its end (a crashed one's last moment before the kill)."""
+    end = a.end if a.end is not None else float("inf")
+    return max((float(m["monoMs"]) for m in a.moments if m["monoMs"] <= end), default=end)
 
 
 def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]) -> str | None:
@@ -364,6 +389,10 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "it did crash holding the lease (not taken over: the job was lost)"
     if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
         return "a renewal that succeeded after the local deadline (late)"
+    if kind == "renewal_failed" and any(
+        m.get("late") for a in hit for m in a.moments if m["event"] == "lease_renewal_sent"
+    ):
+        return "a renewal sent after its lease's true expiry (late, whatever came of it)"
     if kind == "ownership_loss_unhandled":
         for a in hit:
             if a.stop_requested is None and any(r["renewalOutcome"] != "success" for r in a.renewals()):

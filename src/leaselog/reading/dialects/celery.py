@@ -20,7 +20,9 @@ do not name it; the join (`join`) gives them, per file (a pod's worker) and pool
 - the release that precedes the task's end is confirmed by it: deleted when the task succeeded, not
   deleted when it raised `NotAcquired` (which is then the task's end, `job_finished` with status error);
 - lock lines with no task end after them (the pool process died mid-task) take the task id of the last
-  "received" before them in the same file;
+  "received" before them in the same file; a release among them is not confirmed (the process died
+  inside it, before the UNLOCK's answer or Celery's end line): it says the process was alive then
+  (`job_progress`), and the execution reads as ended without a finish;
 - a task that took no lock keeps its task name as job.
 """
 
@@ -171,7 +173,12 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         how="left",
     )
     notacquired_end = celery & (pl.col("event") == "lock_released") & pl.col("_released_logged")
+    # a release logged by a pool process that never logged the task's end (it died inside the release,
+    # before the UNLOCK's answer or before Celery's end line): not a confirmed release, the process alive
+    unconfirmed = lock & (pl.col("event") == "lock_released") & pl.col("_end_event").is_null()
     both = both.with_columns(
+        pl.when(unconfirmed).then(pl.lit("job_progress")).otherwise(pl.col("event")).alias("event")
+    ).with_columns(
         pl.when(lock & pl.col("_task").is_not_null())
         .then(pl.col("_task"))
         .when(celery & (pl.col("event") == "job_triggered"))

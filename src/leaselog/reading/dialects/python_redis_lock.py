@@ -20,7 +20,12 @@ a single quote): the job is NAME.
 
 What the lines cannot say on their own, and the join below adds:
 - "Refreshing" is logged *before* the `extend()` it announces, and a failed extend raises in the
-  renewal thread, which dies without a log line. A refresh is confirmed by the renewal thread's next
+  renewal thread, which dies without a log line of the library's. In a Celery worker its traceback
+  reaches the log all the same (Celery 5.7.0 redirects a pool process's stderr to its logger at WARNING,
+  `worker_redirect_stdouts`, one record per write): the last piece, `Lock lock:NAME is not acquired or it
+  already expired.` (4.0.1 `extend`'s NotAcquired), rejects the refresh before it on the same lock and
+  worker process, whatever lines came between (the task's release can signal the thread while its
+  extend is in flight); the line itself is read as `job_progress` (the process was alive). A refresh is confirmed by the renewal thread's next
   line (another refresh, or "Signaling renewal thread ... to exit", logged only while the thread is
   alive); a refresh followed by the release with no such line is a renewal that failed (the thread died);
   a refresh nothing confirms (the log ends after it: a crash) is read as a success, as any renewal line
@@ -44,6 +49,11 @@ NAME = "python-redis-lock"
 
 # `%r` of the key `lock:NAME`
 _KEY = r"""['"]lock:(?P<job_id>.*?)['"]"""
+# the last line of the renewal thread's traceback when its extend() found the key gone, as a record of its
+# own: a Celery worker logs its pool processes' stderr (one record per write), and Python prints an
+# uncaught thread exception there (`threading.excepthook`)
+_THREAD_DIED = r"\ALock lock:(?P<job_id>\S+) is not acquired or it already expired\.\Z"
+_THREAD_DIED_RUST = r"^Lock lock:\S+ is not acquired or it already expired\.$"  # (polars' regex syntax)
 
 _RULES = (
     Rule("lock_acquired", r"\AAcquired Lock\(" + _KEY + r"\)\.", versions="4.x"),
@@ -52,6 +62,11 @@ _RULES = (
     Rule("lease_renewal", r"\ARefreshing Lock\(" + _KEY + r"\)\.", versions="4.x"),
     Rule("job_progress", r"\ASignaling renewal thread for Lock\(" + _KEY + r"\) to exit\.", versions="4.x"),
     Rule("lock_released", r"\AReleasing Lock\(" + _KEY + r"\)\.", versions="4.x"),
+    Rule(
+        "job_progress",
+        _THREAD_DIED,
+        versions="4.x extend (3.x extend and release), the renewal thread's uncaught NotAcquired as a log record",
+    ),
     Rule("lock_acquired", r"\AGot lock for " + _KEY + r"\.\Z", versions="3.x"),
     Rule("lock_denied", r"\AFailed to get " + _KEY + r"\.\Z", versions="3.x"),
     Rule(
@@ -76,6 +91,7 @@ RULES = tuple(
             "refreshing",
             "signaling-renewal-thread-exit",
             "releasing",
+            "renewal-thread-notacquired",
             "got-lock",
             "failed-to-get",
             "refresh-thread-started",
@@ -125,6 +141,16 @@ SAMPLES = (
     Sample(
         "[2026-12-01 10:00:01,000: WARNING/ForkPoolWorker-2] Failed to acquire Lock('lock:report-42').",
         "lock_denied",
+        {"job_id": "report-42"},
+    ),
+    # a failed extend kills the renewal thread; a Celery worker (stderr redirected to its log at WARNING,
+    # one record per write) prints the thread's traceback in pieces; its last piece, the exception's
+    # message, says the refresh before it was rejected (the join puts the outcome on that refresh)
+    Sample("[2026-12-01 10:00:45,343: WARNING/ForkPoolWorker-1] Thread-1 (_lock_renewer)", None),
+    Sample(
+        "[2026-12-01 10:00:45,345: WARNING/ForkPoolWorker-1] Lock lock:report-42 is not acquired or it "
+        "already expired.",
+        "job_progress",
         {"job_id": "report-42"},
     ),
     # the 3.x wording, in the same layout
@@ -203,8 +229,31 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         .alias("lease_ms"),
         pl.col("_lease").forward_fill().over("file_index", "job_id").alias("_lease"),
     )
+    # the renewal thread died on a rejected extend (its traceback's last line): the refresh before it, on
+    # the same lock and worker process, was rejected; the line itself says the process was alive then
+    died = (
+        (pl.col("event") == "job_progress") & pl.col("message").str.contains(_THREAD_DIED_RUST)
+    ).fill_null(False)
+    proc = ["file_index", "job_id", thread]
+    ours = ours.with_columns(died.alias("_died")).with_columns(
+        pl.when((pl.col("event") == "lease_renewal") & ~pl.col("_died"))
+        .then(pl.col("line"))
+        .forward_fill()
+        .over(proc)
+        .alias("_refresh_line")
+    )
+    rejected = ours.filter(pl.col("_died")).select("file_index", "job_id", "thread", pl.col("_refresh_line"))
+    ours = ours.join(
+        rejected.unique().with_columns(pl.lit(True).alias("_rejected")),
+        left_on=["file_index", "job_id", "thread", "line"],
+        right_on=["file_index", "job_id", "thread", "_refresh_line"],
+        how="left",
+        nulls_equal=True,
+    ).with_columns(pl.col("_rejected").fill_null(False) & ~pl.col("_died"))
     # the renewal thread's own lines, per lock and file: refresh, "signaling ... to exit", release
-    life = ours.filter(pl.col("event").is_in(["lease_renewal", "job_progress", "lock_released"]))
+    life = ours.filter(
+        pl.col("event").is_in(["lease_renewal", "job_progress", "lock_released"]) & ~pl.col("_died")
+    )
     by = ["file_index", "job_id"]
     after = pl.col("event").shift(-1).over(by)
     # the next refresh or release (a refresh racing a failed release: the "signaling" line can come
@@ -224,6 +273,8 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
     life = life.with_columns(
         pl.when(pl.col("event") != "lease_renewal")
         .then(pl.col("renewal_outcome"))
+        .when(pl.col("_rejected"))
+        .then(pl.lit("rejected"))
         .when(after == "lock_released")
         .then(pl.lit("error"))
         .when(failed_before_release)
@@ -253,6 +304,8 @@ DIALECT = Dialect(
         "python-redis-lock 4.0.0 redis_lock/__init__.py (Lock.acquire, _lock_renewer, "
         "_start_lock_renewer, _stop_lock_renewer, release)",
         "python-redis-lock 3.7.0 redis_lock/__init__.py (the 3.x wording)",
+        "python-redis-lock 4.0.1 redis_lock/__init__.py (Lock.extend: NotAcquired, as a renewal thread's "
+        "traceback in a Celery 5.7.0 worker's log, celery/utils/log.py LoggingProxy)",
     ),
     needles=(
         "Lock('lock:",
@@ -262,6 +315,7 @@ DIALECT = Dialect(
         "Refreshing lock",
         "Signalling the lock refresher",
         "Starting thread to refresh lock",
+        "Lock lock:",
     ),
     rules=RULES,
     samples=SAMPLES,

@@ -169,6 +169,9 @@ _CONTINUATION_STARTS = (
     b"During handling of the above exception",
     b"The above exception was the direct cause",
 )
+# billiard's ExceptionWithTraceback (a pool process's traceback, as Celery logs a lost worker's task):
+# `\n"""\n%s"""` around the remote traceback (billiard 4.3.2 `billiard/einfo.py`): a line of three quotes
+_QUOTED_TRACEBACK = b'"""'
 # a stack trace's first line: `org.example.SomeException: message` (a qualified class name that ends
 # in Exception/Error/Throwable)
 _EXCEPTION_LINE = re.compile(
@@ -180,7 +183,7 @@ _EXCEPTION_LINE = re.compile(
 CONTINUATION_RE = (
     r"^(?:[ \t]|Caused by:|Suppressed:|\.\.\.|at |Exception|java\.|"
     r"Traceback \(most recent call last\):|During handling of the above exception|"
-    r"The above exception was the direct cause|"
+    r"The above exception was the direct cause|\"\"\"\s*$|"
     r"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$)|"
     r"(?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*: )"
 )
@@ -191,6 +194,7 @@ def looks_like_continuation(line: bytes) -> bool:
     return (
         line[:1] in (b" ", b"\t")
         or line.startswith(_CONTINUATION_STARTS)
+        or line.rstrip() == _QUOTED_TRACEBACK
         or (line[:1].isalpha() and _EXCEPTION_LINE.match(line) is not None)
     )
 
