@@ -37,7 +37,7 @@ import redis
 
 from leaselog.reproduce.plan import Plan
 from leaselog.reproduce.pod import mono_ms
-from leaselog.reproduce.server import ReproduceError, free_port
+from leaselog.reproduce.server import ReproduceError, free_port, server_args
 
 START_TIMEOUT_S = 10.0
 REPL_USER = "leaselog-lab-replication"
@@ -87,27 +87,8 @@ def primary_key(prefix: str) -> str:
 
 
 def _start(exe: str, port: int, folder: Path, name: str, extra: list[str]) -> subprocess.Popen[bytes]:
-    args = [
-        exe,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        # a replica's first full sync starts at once (Redis 7 waits 5 s for more replicas by default)
-        "--repl-diskless-sync-delay",
-        "0",
-        "--dir",
-        str(folder),
-        "--loglevel",
-        "notice",
-        "--logfile",
-        str(folder / f"{name}.log"),
-        *extra,
-    ]
+    # a replica's first full sync starts at once (Redis 7 waits 5 s for more replicas by default)
+    args = server_args(exe, port, folder, f"{name}.log", "notice", "--repl-diskless-sync-delay", "0", *extra)
     return subprocess.Popen(
         args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

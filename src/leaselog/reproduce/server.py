@@ -41,6 +41,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def server_args(exe: str, port: int, folder: Path, logfile: str, loglevel: str, *extra: str) -> list[str]:
+    """A throwaway `redis-server`'s command line: loopback `port`, nothing persisted, its files and its log
+    (`logfile`, at `loglevel`) in `folder`, then `extra` options."""
+    return [
+        exe,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(folder),
+        "--loglevel",
+        loglevel,
+        "--logfile",
+        str(folder / logfile),
+        *extra,
+    ]
+
+
 def _version(client: redis.Redis) -> str:
     info = client.info("server")
     return str(info.get("redis_version", "?"))
@@ -61,25 +84,7 @@ def throwaway_redis(executable: str = "redis-server") -> Iterator[RedisTarget]:
         for _ in range(5):
             port = free_port()
             proc = subprocess.Popen(
-                [
-                    exe,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    tmp,
-                    "--protected-mode",
-                    "yes",
-                    "--loglevel",
-                    "warning",
-                    "--logfile",
-                    str(Path(tmp) / "redis.log"),
-                ],
+                server_args(exe, port, Path(tmp), "redis.log", "warning", "--protected-mode", "yes"),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
