@@ -345,3 +345,16 @@ def test_every_sample_incident_tells_the_same_story_without_ids(tmp_path: Path, 
     without = leaselog.analyze(tmp_path, lease_ttl="5s")
     assert rows and story(without) == story(with_ids)
     assert without.executions.height == with_ids.executions.height
+
+
+def test_the_lease_settings_advice_says_how_its_executions_were_identified(tmp_path: Path) -> None:
+    """LL701 is fleet-wide (no job), yet it names executions: like every finding, it says how those the
+    logs did not name were identified (`details.executionFrom`), and nothing where the ids were logged."""
+    bare = analyze(tmp_path, strip(scheduled_job(), "executionId"), "bare")
+    (advice,) = [f for f in bare.finding_list if f.kind == "lease_settings"]
+    assert advice.execution_ids and advice.details["executionFrom"] == ["pod+sequence"] * len(
+        advice.execution_ids
+    )
+    told = analyze(tmp_path, scheduled_job(), "told")
+    (advice,) = [f for f in told.finding_list if f.kind == "lease_settings"]
+    assert advice.execution_ids and "executionFrom" not in advice.details
