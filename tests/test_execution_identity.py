@@ -253,8 +253,11 @@ def test_runs_without_ids_or_threads_that_interleave_are_uncertain(tmp_path: Pat
     want = [f.duration_ms for f in told.finding_list if f.kind == "overlapping_executions"]
     assert [(f.certainty, f.severity, f.duration_ms) for f in overlap] == [("certain", "error", want[0])]
     assert "both lived at once" in overlap[0].message
+    (second,) = [f for f in a.finding_list if f.kind == "second_attempt"]
+    assert second.certainty == "certain" and "order and trigger hold" in second.message
     # (lease_settings: fleet advice from the runtimes, whoever ran them)
-    rest = [f for f in a.finding_list if f.kind not in ("overlapping_executions", "lease_settings")]
+    decided = ("overlapping_executions", "second_attempt", "lease_settings")
+    rest = [f for f in a.finding_list if f.kind not in decided]
     assert {f.kind for f in rest} >= {"lease_outlived", "stale_release"}
     for f in rest:
         assert f.certainty == "uncertain" and f.severity != "error", f

@@ -3,9 +3,10 @@
 A finding about an execution the logs did not name says how each of its executions was identified
 (`details.executionFrom`, beside `executionIds`). One about runs the logs cannot tell apart (no execution
 id, no thread, their lines interleaved: leaselog.execution_runs) is uncertain, whatever its check
-concluded: its figures rest on which line belongs to which run, which the logs do not say. The one
-exception is the overlap of two such runs (and no third on that job and pod): both lived from the later
-one's begin to the first of the two ends that follow, whichever end is whose.
+concluded: its figures rest on which line belongs to which run, which the logs do not say. The
+exceptions are what two such runs (and no third on that job and pod) decide whichever end is whose: their
+overlap (both lived from the later one's begin to the first of the two ends that follow) and the second
+attempt (which began first, and that the first was still going on).
 """
 
 from __future__ import annotations
@@ -23,12 +24,21 @@ _UNTOLD = (
     "an execution id per run, or the thread)."
 )
 
-_BOTH_LIVE = (
-    " The logs cannot tell {names} apart on {pods} (no distinct execution id, no thread): which end is whose"
-    " is a guess, but both lived at once, as the later one began while the other was going on and two ends"
-    " follow, so the overlap holds whichever end is whose (log an execution id per run, or the thread, to"
-    " tell the rest)."
-)
+# what two runs not told apart decide, per finding kind (the rest hangs on which end is whose)
+_DECIDED = {
+    "overlapping_executions": (
+        " The logs cannot tell {names} apart on {pods} (no distinct execution id, no thread): which end is "
+        "whose is a guess, but both lived at once, as the later one began while the other was going on and "
+        "two ends follow, so the overlap holds whichever end is whose (log an execution id per run, or the "
+        "thread, to tell the rest)."
+    ),
+    "second_attempt": (
+        " The logs cannot tell {names} apart on {pods} (no distinct execution id, no thread): which end is "
+        "whose is a guess, but not which began first, nor that the first was still going on when the second "
+        "acquired (two ends follow), so this attempt's order and trigger hold (log an execution id per run, "
+        "or the thread, to tell the rest)."
+    ),
+}
 
 
 def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
@@ -75,13 +85,13 @@ def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.Dat
         details[i] = orjson.dumps(d).decode()
         where = ", ".join(pods[i] or []) or "its pod"
         decided = (
-            kinds[i] == "overlapping_executions"
+            kinds[i] in _DECIDED
             and len(untold) == 2
             and len(pods[i] or []) == 1
             and (jobs[i], (pods[i] or [None])[0]) in pairs
         )
         if decided:
-            message[i] += _BOTH_LIVE.format(names=" and ".join(untold), pods=where)
+            message[i] += _DECIDED[kinds[i]].format(names=" and ".join(untold), pods=where)
         elif untold:
             certainty[i] = "uncertain"
             message[i] += _UNTOLD.format(names=", ".join(untold), pods=where)
