@@ -77,11 +77,17 @@ def identity_names() -> pl.Expr:
     )
 
 
-def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+GIVEN_SCHEMA = {"job_id": pl.String(), "pod": pl.String(), "_given": pl.Int64()}
+
+
+def identify_executions(
+    events: pl.DataFrame, given: pl.DataFrame | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`events` (in `seq` order) with every execution named: runs cut out of the rows build_events left
     without an id (`identity` POD), and explicit ids reused after their execution ended split. The
     remarks (REMARKS_SCHEMA; `identity_notes` words them) say where an earlier run's end was not logged
-    and where runs cannot be told apart."""
+    and where runs cannot be told apart. `given` (GIVEN_SCHEMA): per job and pod, the numbers `#n` already
+    given to runs no longer among `events` (a watch that forgot them): these runs are numbered after."""
     none = pl.DataFrame(schema=REMARKS_SCHEMA)
     if not events.height:
         return events, none
@@ -106,7 +112,7 @@ def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
     parts: list[pl.DataFrame] = []
     remarks = none
     if inferred.any():
-        named, remarks = _inferred(frame.filter(pl.col("identity") == POD))
+        named, remarks = _inferred(frame.filter(pl.col("identity") == POD), given)
         parts.append(named)
     if reused.height:
         split, told = _split_reused(frame.join(reused, on=["job_id", "execution_id"], how="semi"))
@@ -265,9 +271,18 @@ def _split_reused(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return out, untold.cast(REMARKS_SCHEMA)  # type: ignore[arg-type]
 
 
-def _inferred(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Runs of (job, pod, thread) for the rows without an id: (`_row`, `_name`, `_identity`), remarks."""
+def _inferred(frame: pl.DataFrame, given: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Runs of (job, pod, thread) for the rows without an id: (`_row`, `_name`, `_identity`), remarks;
+    numbered after the `given` numbers of their job and pod."""
     runs, segments = _runs(frame, ["job_id", "pod"], lenient=True)
+    if given is not None and given.height:
+        segments = segments.join(
+            given.cast(GIVEN_SCHEMA),  # type: ignore[arg-type]
+            on=["job_id", "pod"],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        ).with_columns((pl.col("_n") + pl.col("_given").fill_null(0)).alias("_n"))
     n = pl.col("_n")
     name = (
         pl.when(pl.col("pod").is_null())
