@@ -361,3 +361,21 @@ def test_the_lease_settings_advice_says_how_its_executions_were_identified(tmp_p
     told = analyze(tmp_path, scheduled_job(), "told")
     (advice,) = [f for f in told.finding_list if f.kind == "lease_settings"]
     assert advice.execution_ids and "executionFrom" not in advice.details
+
+
+def test_an_id_reused_after_a_crash_is_split_in_a_loki_export_too(tmp_path: Path) -> None:
+    """The process crashes holding the lease; restarted, it counts its executions from 1 again. The flat
+    logs and a Loki export of them (newest first) tell the same story: two executions, the first open."""
+    from leaselog.reproduce.campaign import write_shape
+
+    rows = [
+        *run("pod-a", "1", "10:00:00", "10:00:05")[:3],  # triggered, acquired, started: then the crash
+        *run("pod-a", "1", "10:00:30", "10:00:35"),
+    ]
+    write_shape({"pod-a": rows}, "loki", tmp_path / "loki")
+    for name, a in (("flat", analyze(tmp_path, rows, "flat")), ("loki", leaselog.analyze(tmp_path / "loki"))):
+        assert a.executions.select("execution_id", "end_kind").rows() == [
+            ("1", "open"),
+            ("1#2", "finished"),
+        ], name
+        assert [f.kind for f in a.finding_list if f.kind == "crash_takeover"] == ["crash_takeover"], name

@@ -187,7 +187,14 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
         # (those two also after the line before them in its file's order: a clock stepped back between
         # two lines of one attempt never cuts it)
         at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line")))
-        later = (pl.col("file") != at.struct.field("file")) | (pl.col("line") > at.struct.field("line"))
+        # (later in the order the file was written: a file listed newest first, a Loki export, numbers
+        # its lines backwards in time)
+        f = f.join(_newest_first(f), on="file", how="left", maintain_order="left")
+        ahead = pl.when(pl.col("_newest_first")).then(-pl.col("line")).otherwise(pl.col("line"))
+        ahead_at = (
+            pl.when(pl.col("_newest_first")).then(-at.struct.field("line")).otherwise(at.struct.field("line"))
+        )
+        later = (pl.col("file") != at.struct.field("file")) | (ahead > ahead_at)
         cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
             later.fill_null(True)
             & (
@@ -201,7 +208,19 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
     return f.with_columns(
         begin.cum_sum().cast(pl.Int64).alias("_seg"),
         (cut & running).alias("_unlogged"),
-    ).drop("_ks", "_own", "_prev")
+    ).drop("_ks", "_own", "_prev", "_newest_first", strict=False)
+
+
+def _newest_first(f: pl.DataFrame) -> pl.DataFrame:
+    """(file, `_newest_first`): whether each file lists its lines newest first, as the events' order in
+    time (`seq`) walks its line numbers backwards more often than forwards."""
+    step = pl.col("line").diff()
+    return (
+        f.select("file", "line", "seq")
+        .sort("file", "seq")
+        .group_by("file")
+        .agg(((step < 0).sum() > (step > 0).sum()).alias("_newest_first"))
+    )
 
 
 def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
