@@ -376,6 +376,8 @@ def _rehome_interleaved(runs: pl.DataFrame) -> pl.DataFrame:
     end is whose is a guess), and both runs get `_interleaved` (not told apart). A run begun while the one
     before it was going on holds its own lines from its begin: so its number `_seg` - 1 is that run."""
     runs = runs.with_columns(pl.lit(False).alias("_interleaved"))
+    if not (runs["_unlogged"] & runs["thread"].is_null()).any():
+        return runs  # (no run began while another was going on on a key without thread: most logs)
     ev = pl.col("event")
     finish, release = ev.is_in(["job_finished", "job_stopped"]), ev == "lock_released"
     pos = pl.col("_pos")
