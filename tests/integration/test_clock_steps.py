@@ -135,7 +135,13 @@ def _records(shape: str, line: str) -> list[tuple[str, int]]:
 
 def _figures(found: list[leaselog.Finding]) -> list[tuple[str, tuple[str, ...], str, str, float]]:
     return sorted(
-        (f.kind, f.execution_ids, f.severity, f.certainty, f.duration_ms if f.duration_ms is not None else -1.0)
+        (
+            f.kind,
+            f.execution_ids,
+            f.severity,
+            f.certainty,
+            f.duration_ms if f.duration_ms is not None else -1.0,
+        )
         for f in found
         if f.kind != "lease_settings"
     )
