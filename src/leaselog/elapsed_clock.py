@@ -1,8 +1,9 @@
 """Clock steps inside one execution, undone by its own elapsedMs.
 
 An execution that logs `elapsedMs` (a monotonic duration since it began) beside each timestamp carries a
-second clock that never steps. Where two of its consecutive lines (one pod, one file, in line order)
-are further apart on the wall clock than on elapsedMs by more than the logger's jitter
+second clock that never steps. Where two of its consecutive lines (one pod, one file, in the order the pod
+wrote them: line order, or, in a file sorted by time, the order `leaselog.write_order` recovers from
+elapsedMs) are further apart on the wall clock than on elapsedMs by more than the logger's jitter
 (`Settings.clock_jitter_ms`), the wall clock stepped between them by exactly the difference (an NTP
 step, a VM resumed with a stale clock). The lines after the step are then read with it undone: every
 duration within the execution (runtime, renewal gaps, time past the lease) is right whichever side of the

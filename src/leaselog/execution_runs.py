@@ -176,8 +176,19 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
         # while it runs (the lock never turns its own holder away: another attempt under the same id)
         # (those two also after the line before them in its file's order: a clock stepped back between
         # two lines of one attempt never cuts it)
-        at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line")))
-        later = (pl.col("file") != at.struct.field("file")) | (pl.col("line") > at.struct.field("line"))
+        # (a file listed newest first, its lines going down as time goes on, is read from its end; records
+        # of one line, an OTLP batch, in the order they were read)
+        at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line", "seq")))
+        down = pl.when(pl.col("file") == pl.col("file").shift(1)).then(
+            pl.col("line") - pl.col("line").shift(1)
+        )
+        newest_first = ((down < 0).sum() > (down > 0).sum()).over("file")
+        line, at_line = pl.col("line"), at.struct.field("line")
+        later = (
+            (pl.col("file") != at.struct.field("file"))
+            | pl.when(newest_first).then(line < at_line).otherwise(line > at_line)
+            | ((line == at_line) & (pl.col("seq") > at.struct.field("seq")))
+        )
         cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
             later.fill_null(True)
             & (

@@ -15,6 +15,11 @@ put the lines after a backward step before the ones they follow. A file written 
 is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
 backwards in line order, or, where they cannot tell, its lines' times mostly do.
 
+A pod's lines in a file sorted by time (a Loki export, `kubectl logs --prefix`) are compared in the order the
+pod wrote them (`leaselog.write_order`, as the events were built): there elapsedMs shows a step, and the
+log never runs backwards in line order. Rows are told apart by that place (one line can hold several
+records: an OTLP batch).
+
 Job-scoped: the lines compared are one thread's on one pod in one file (all of the pod's where no thread is
 named) for a log running backwards, one execution's for elapsedMs. One row per step of the pod's clock: the
 lanes that each show it (overlapping spans, alike in size) count once. A file whose runs' lifecycles go forward in some
