@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.write_order import time_order
+
 # how an execution was identified (the events' and executions' `identity` code indexes this)
 IDENTITIES: tuple[str, ...] = (
     "id",  # its executionId
@@ -100,6 +102,7 @@ def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
         "owner",
         "fencing_token",
         "identity",
+        *(["clock_step_ms"] if "clock_step_ms" in events.columns else []),
     ).with_row_index("_row")
     parts: list[pl.DataFrame] = []
     remarks = none
@@ -188,7 +191,13 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
             (pl.col("file") != at.struct.field("file"))
             | pl.when(newest_first).then(line < at_line).otherwise(line > at_line)
             | ((line == at_line) & (pl.col("seq") > at.struct.field("seq")))
+            # a pod's lines sorted by their times (a Loki export, kubectl --prefix) are in no write order:
+            # the time (a step undone by elapsedMs) orders them
+            | pl.col("_by_time")
         )
+        f = f.join(
+            _by_time(f), on=["file", "pod"], how="left", nulls_equal=True, maintain_order="left"
+        ).with_columns(pl.col("_by_time").fill_null(False))
         cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
             later.fill_null(True)
             & (
@@ -295,6 +304,7 @@ def _runs(
     row, and one row per run (`_segments`), numbered `_n` in time order per base key."""
     cols = dict.fromkeys(
         ["_row", *base, "pod", "thread", "event", "t", "seq", "file", "line", "owner", "fencing_token"]
+        + (["clock_step_ms"] if "clock_step_ms" in frame.columns else [])
     )
     f = frame.select(list(cols))
     keys = [*base, "thread"]
@@ -332,6 +342,26 @@ def _adopt_orphans(runs: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
     return runs.with_columns(
         pl.when(pl.col("_orphan") & (last_run >= 0)).then(last_run).otherwise(pl.col("_seg")).alias("_seg")
+    )
+
+
+def _by_time(f: pl.DataFrame) -> pl.DataFrame:
+    """(file, pod, `_by_time`): whether the pod's lines in the file are in the order of their logged times
+    (`leaselog.write_order.time_order`): sorted by time, not written in order."""
+    logged = pl.col("t")
+    if "clock_step_ms" in f.columns:
+        undone = (pl.col("clock_step_ms").fill_null(0.0) * 1000).round(0).cast(pl.Int64)
+        logged = logged + pl.duration(microseconds=undone)
+    x = (
+        f.select("file", "pod", "line", "seq", logged.alias("t"), "event", "thread")
+        .with_columns(pl.struct("file", "pod").alias("_f"))
+        .sort("file", "pod", "line", "seq")
+        .with_row_index("_pos")
+    )
+    return (
+        time_order(x)
+        .join(x.select("_f", "file", "pod").unique("_f"), on="_f")
+        .select("file", "pod", (pl.col("_dir") != 0).alias("_by_time"))
     )
 
 

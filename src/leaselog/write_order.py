@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["LIFECYCLE", "write_positions"]
+__all__ = ["LIFECYCLE", "time_order", "write_positions"]
 
 # the order of a run's lines whatever its clock says (the events that have one): where it starts again in
 # a lane (a release, then a trigger), a new run begins, perhaps in a restarted process whose elapsedMs
@@ -70,43 +70,7 @@ def write_positions(frame: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     its pod wrote it (comparable within one `_f`), and `_sorted`, whether the pod's lines in that file are
     in time order (its line order then shows no step by its times)."""
     x = frame.with_row_index("_i").with_columns(pl.col("_pos").cast(pl.Int64)).sort("_f", "_pos")
-    same = pl.col("_f") == pl.col("_f").shift(1)
-    dt = pl.when(same).then(_ms(pl.col("t")) - _ms(pl.col("t").shift(1)))
-    x = x.with_columns(dt.alias("_dt"))
-    way = x.group_by("_f").agg(
-        (pl.col("_dt") < 0).sum().alias("_back"), (pl.col("_dt") > 0).sum().alias("_ahead")
-    )
-    # each thread's lifecycle in line order: a pod whose runs go forward there writes in line order
-    ranked = (
-        x.select("_f", pl.col("thread").fill_null("").alias("_lane"), "_pos", _rank().alias("_rank"))
-        .drop_nulls("_rank")
-        .sort("_f", "_lane", "_pos")
-    )
-    same_lane = (pl.col("_f") == pl.col("_f").shift(1)) & (pl.col("_lane") == pl.col("_lane").shift(1))
-    dr = pl.when(same_lane).then(pl.col("_rank") - pl.col("_rank").shift(1))
-    life = (
-        ranked.with_columns(dr.alias("_dr"))
-        .group_by("_f")
-        .agg((pl.col("_dr") > 0).sum().alias("_up"), (pl.col("_dr") < 0).sum().alias("_down"))
-    )
-    way = way.join(life, on="_f", how="left").select(
-        "_f",
-        # 1: oldest first, -1: newest first, 0: in no time order. Newest first takes two lines that run
-        # back, and a lifecycle that does not run forward (one pair of lines that runs back is as likely
-        # a step back in a file written in order)
-        pl.when(pl.col("_back") == 0)
-        .then(1)
-        .when(
-            (pl.col("_ahead") == 0)
-            & (pl.col("_back") >= 2)
-            & (pl.col("_up").fill_null(0) <= pl.col("_down").fill_null(0))
-        )
-        .then(-1)
-        .otherwise(0)
-        .cast(pl.Int8)
-        .alias("_dir"),
-    )
-    x = x.join(way, on="_f", how="left").drop("_dt")
+    x = x.join(time_order(x), on="_f", how="left")
     links = _links(x.filter((pl.col("_dir") != 0) & pl.col("elapsed_ms").is_not_null()), jitter_ms)
     # (a pod in time order oldest first, with no group to move, is read in line order: nothing changes)
     moved_f = links.select(pl.col("_f").unique())
@@ -129,6 +93,48 @@ def write_positions(frame: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         key.select("_i", pl.col("_w").cast(pl.Int64), (pl.col("_dir") != 0).alias("_sorted"))
         .sort("_i")
         .pipe(lambda k: frame.with_columns(k["_w"], k["_sorted"]))
+    )
+
+
+def time_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """(`_f`, `_dir`) for `frame` (`_f`, `_pos`, `t`, `event`, `thread`): 1 where the pod's lines in the file
+    are in time order oldest first (their times never go back in line order), -1 newest first (they never
+    go forward, at least two lines run back, and the runs' lifecycles do not run forward: one pair of
+    lines that runs back is as likely a step back in a file written in order), 0 in no time order."""
+    x = frame.select("_f", "_pos", "t", "event", "thread").sort("_f", "_pos")
+    same = pl.col("_f") == pl.col("_f").shift(1)
+    dt = pl.when(same).then(_ms(pl.col("t")) - _ms(pl.col("t").shift(1)))
+    way = (
+        x.with_columns(dt.alias("_dt"))
+        .group_by("_f")
+        .agg((pl.col("_dt") < 0).sum().alias("_back"), (pl.col("_dt") > 0).sum().alias("_ahead"))
+    )
+    # each thread's lifecycle in line order: a pod whose runs go forward there writes in line order
+    ranked = (
+        x.select("_f", pl.col("thread").fill_null("").alias("_lane"), "_pos", _rank().alias("_rank"))
+        .drop_nulls("_rank")
+        .sort("_f", "_lane", "_pos")
+    )
+    same_lane = (pl.col("_f") == pl.col("_f").shift(1)) & (pl.col("_lane") == pl.col("_lane").shift(1))
+    dr = pl.when(same_lane).then(pl.col("_rank") - pl.col("_rank").shift(1))
+    life = (
+        ranked.with_columns(dr.alias("_dr"))
+        .group_by("_f")
+        .agg((pl.col("_dr") > 0).sum().alias("_up"), (pl.col("_dr") < 0).sum().alias("_down"))
+    )
+    return way.join(life, on="_f", how="left").select(
+        "_f",
+        pl.when(pl.col("_back") == 0)
+        .then(1)
+        .when(
+            (pl.col("_ahead") == 0)
+            & (pl.col("_back") >= 2)
+            & (pl.col("_up").fill_null(0) <= pl.col("_down").fill_null(0))
+        )
+        .then(-1)
+        .otherwise(0)
+        .cast(pl.Int8)
+        .alias("_dir"),
     )
 
 
