@@ -7,31 +7,37 @@ their timestamps instead: a Loki export (newest first), `kubectl logs --prefix -
 one file, by time). There a step back moves the lines logged after it to where their wrong times put
 them, among the lines logged before it, and line order shows no step.
 
-How such a file is recognised: by its data, pod by pod. A pod's lines (with a wall-clock time) in a file
-whose times never go back in line order, or never go forward (newest first), are in time order. A pod
-that writes its own file in order has its times go back where its clock stepped back, so it is read in
-line order as before; where they never go back, the time order is its line order and nothing moves. A
-file in time order newest first is read from its end.
+How such a file is recognised: by its data, pod by pod (the same rule wherever the order is needed:
+building the events, the clock-step check, the runs of a reused id). A pod's lines (with a wall-clock
+time) whose times never go back in line order are in time order oldest first; whose times never go
+forward, with at least two lines that run back and runs' lifecycles that do not run forward, newest first
+(one pair of lines that runs back is as likely a step back in a file written in order). A pod that writes
+its own file in order has its times go back where its clock stepped back, so it is read in line order as
+before; where they never go back, its time order is its line order and nothing moves. Newest first is
+read from its end. The reader's format is not used: a flat JSON file sorted by time is read the same way.
 
-In time order, the lines written after a step back form their own origin: the wall time at which their
+In time order, the lines written after a step back have their own origin: the wall time at which their
 `elapsedMs` was zero (time less elapsedMs) lies the step before the origin of the lines written before
 it. The pod's lines with `elapsedMs` are grouped by origin (origins within `Settings.clock_jitter_ms` of
-each other are one), and a group is read after the group of the same process before it, in `elapsedMs`
-order, when all of these hold:
-- its `elapsedMs` begins at or after the end of the other's (a process counts on; a restarted one counts
-  from a new origin, again from near zero: its group overlaps the old one's elapsedMs and is no
-  continuation of it);
+each other are one), and a group is read after the group just before it in `elapsedMs` (the one whose
+`elapsedMs` ends last at or before the group's first), in `elapsedMs` order, when all of these hold:
 - its origin lies before the other's by more than the jitter (a step back: a step forward moves no line
-  out of write order);
-- they share a thread (or both name none), and either that thread's lifecycle runs on from one group to
-  the other (the earlier group's last lifecycle line, a trigger, an acquisition or a start, is continued by
-  a later lifecycle line in the later group: a restarted process begins new runs), or the two groups'
-  times overlap both ways and each has two lines or more (one line out of step is that line's own time).
-A group read so moves with the one it continues: its lines are placed at the earlier group's origin plus
-their elapsedMs (the step undone), and a process's later groups follow. Every other line (without
-`elapsedMs`, in a group that continues none) stays at its time; lines of one time keep their line order.
-A file whose lines are in no time order (written in order, shuffled, sorted by another key) is read in
-line order.
+  out of write order, and a process restarted later counts from a later origin);
+- they share a thread (or both name none), and either that thread's run goes on from one group to the
+  other (the earlier group's last lifecycle line of it is a trigger, an acquisition or a start, and the
+  later group's first one comes after it in the lifecycle: a restarted process begins new runs), or the
+  two groups' times overlap both ways and each has two lines or more (one line out of step is that
+  line's own time).
+The groups read so (and the group they continue, following the links back to the first) are placed at
+that first group's origin plus their elapsedMs: the step undone, elapsedMs order within the process.
+Every other line (without `elapsedMs`, in a group that continues none) stays at its logged time; lines of
+one time keep their line order. A pod's lines in no time order (written in order, shuffled, sorted by
+another key) are read in line order, several records of one line (an OTLP batch) in the order they were
+read.
+
+What the groups cannot tell: a step back between two runs of a worker whose lines after it lie wholly
+before those before it (no run goes on across it, no overlap) is read in time order, and a process
+restarted after a step back (its clock still stepped) is placed by its logged time.
 """
 
 from __future__ import annotations
