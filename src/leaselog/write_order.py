@@ -77,8 +77,23 @@ def write_positions(frame: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     in time order (its line order then shows no step by its times)."""
     x = frame.with_row_index("_i").with_columns(pl.col("_pos").cast(pl.Int64)).sort("_f", "_pos")
     x = x.join(time_order(x), on="_f", how="left")
-    links = _links(x.filter((pl.col("_dir") != 0) & pl.col("elapsed_ms").is_not_null()), jitter_ms)
+    # a pod in time order whose elapsedMs never runs against it has nothing to move (most pods)
+    e = x.filter((pl.col("_dir") != 0) & pl.col("elapsed_ms").is_not_null())
+    de = pl.when(pl.col("_f") == pl.col("_f").shift(1)).then(
+        pl.col("elapsed_ms") - pl.col("elapsed_ms").shift(1)
+    )
+    against = e.select("_f", ((de * pl.col("_dir")) < 0).alias("_against")).filter("_against")
+    links = _links(e.join(against.select(pl.col("_f").unique()), on="_f", how="semi"), jitter_ms)
     # (a pod in time order oldest first, with no group to move, is read in line order: nothing changes)
+    if not links.height and not (x["_dir"] == -1).any():
+        # (most inputs: every row stays where it was read)
+        return frame.join(
+            x.select("_f", "_dir").unique("_f"), on="_f", how="left", maintain_order="left"
+        ).select(
+            pl.exclude("_dir"),
+            pl.col("_pos").cast(pl.Int64).alias("_w"),
+            (pl.col("_dir") != 0).alias("_sorted"),
+        )
     moved_f = links.select(pl.col("_f").unique())
     key = (
         x.join(links.select("_i", "_key"), on="_i", how="left")
