@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.anchors import behind_columns, behind_note, with_behind
 from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
@@ -114,6 +115,15 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         how="anti",
         maintain_order="left",
     )
+    # the facts that order two pods' events (leaselog.checks.anchors) may prove b's pod's clock runs behind
+    # a's: a's lease's end compared with b's acquisition is then too late by that much, and two leases at
+    # once that it covers were never valid at once
+    found = behind_columns(ctx, found, "pod", "pod_b").with_columns(
+        pl.min_horizontal(
+            "size_ms", ms_expr("acquired_at_b", "valid_until") - pl.col("behind_ms").fill_null(0.0)
+        ).alias("left_ms")
+    )
+    found = found.filter(pl.col("left_ms") > 0)
     found = reconnects(found, ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
@@ -130,8 +140,15 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     # a clock step in either execution's log: the figure may be off by up to the step
     found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
+    offset_doubt = pl.col("behind_ms").is_not_null() & (
+        pl.col("left_ms") - pl.col("confirm_latency_ms").fill_null(0.0) <= ctx.settings.max_skew_ms
+    )
     found = found.with_columns(
-        step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms).alias("certainty")
+        offset_doubt.alias("offset_doubt"),
+        pl.when(offset_doubt)
+        .then(pl.lit("uncertain"))
+        .otherwise(step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms))
+        .alias("certainty"),
     )
     return found.with_columns(
         pl.concat_list("execution_id", "execution_id_b").alias("execution_ids"),
@@ -173,10 +190,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.format("{} reconnects to Redis", b_id),
             ),
         ).alias("evidence"),
-        with_step(
-            details(
-                confirmLatencyMs=pl.col("confirm_latency_ms"),
-                fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        with_behind(
+            with_step(
+                details(
+                    confirmLatencyMs=pl.col("confirm_latency_ms"),
+                    fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+                )
             )
         ).alias("details"),
     )
@@ -245,7 +264,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         .then(pl.format("acquired at {}", moments(rows, "acquired_at", "clock")))
         .otherwise(pl.format("last renewed at {}", moments(rows, "last_confirmed_at", "clock")))
     )
-    rows = rows.with_columns(step_note(rows))
+    rows = rows.with_columns(step_note(rows), behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"))
     return rows.select(
         pl.concat_str(
             pl.format(
@@ -277,6 +296,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             .otherwise(pl.lit("")),
             pl.col("caveat"),
             pl.col("step_note"),
+            pl.col("behind_note"),
         ).alias("message")
     ).to_series()
 

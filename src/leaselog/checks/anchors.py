@@ -1,0 +1,460 @@
+"""Facts that order two pods' events whatever their clocks say, and the clock offsets they prove.
+
+Besides a release that deleted the key (`leaselog.checks.causal`), the logs hold these orderings:
+- **a denial**: a worker turned away by the lock at t (`lock_denied`) proves someone held the key at t.
+  The holder is the execution whose acquisition owner the line names (a denial naming the holder, as
+  client-go's "lock is held by X" does, on another pod), else the lease the clocks put around t. When no
+  lease's span holds t by the clocks, the nearest one is taken (the order needing the smaller clock
+  error): then the holder's acquisition came before the denial (`held`), or the denial before the
+  holder's lease ended (`freed`: its deleting release, else its expiry). Only a denial between two
+  logged leases counts, and only where fencing tokens, when both leases have one, show no lease between
+  them: a holder whose logs are not in the input (logs that start or end mid-way, a pod left out) would
+  explain it as well;
+- **a line naming the holder**: a renewal rejected, or ownership lost, on a line naming an owner another
+  execution acquired the key with (on another pod): that acquisition came first (`named`);
+- **fencing tokens** that increase: the acquisition with the next larger token of a job came after the
+  one before it (`token`), unless a token of the job was handed out twice (a failover took the counter
+  back: tokens order nothing there).
+
+Each fact is a pair `first` (on one pod) before `then` (on another): `gap_ms` is `then_at - first_at` by
+the clocks, negative where they contradict the fact. `then_pod`'s clock then runs at least `-gap_ms`
+behind `first_pod`'s (`clock_behind`): a figure that compares a moment of `first_pod` before one of
+`then_pod` is too large by at least that much.
+
+A stream redelivery orders nothing here: the lab's and the frameworks' lines carry a delivery count, not
+the idle time the broker waited for, so no bound follows from them.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.checks.causal import handoffs
+from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.phrasing import durations, text
+
+FACT_COLUMNS: dict[str, pl.DataType] = {
+    "job_id": pl.String(),
+    "fact": pl.String(),
+    "first_id": pl.String(),
+    "first_pod": pl.String(),
+    "first_at": pl.Datetime("us", "UTC"),
+    "first_file": pl.String(),
+    "first_line": pl.Int64(),
+    "first_what": pl.String(),
+    "then_id": pl.String(),
+    "then_pod": pl.String(),
+    "then_at": pl.Datetime("us", "UTC"),
+    "then_file": pl.String(),
+    "then_line": pl.Int64(),
+    "then_what": pl.String(),
+    "gap_ms": pl.Float64(),
+}
+
+
+def _ms(delta: pl.Expr) -> pl.Expr:
+    return delta.dt.total_microseconds() / 1000
+
+
+def _leases(ex: pl.DataFrame, acq_owner: pl.DataFrame) -> pl.DataFrame:
+    """Wall-clock leases of each job, in acquisition order, with the latest end of any lease acquired so far
+    (`until_max`: null while one of them has no known end)."""
+    deleting = pl.col("release_deleted").fill_null(False) & pl.col("released_at").is_not_null()
+    return (
+        ex.lazy()
+        .filter(
+            (pl.col("clock") == "wall") & pl.col("acquired_at").is_not_null() & pl.col("pod").is_not_null()
+        )
+        .select(
+            "job_id",
+            "execution_id",
+            "pod",
+            "acquired_at",
+            "acquired_file",
+            "acquired_line",
+            "fencing_token",
+            "valid_until",
+            # where the lease's end is logged: its deleting release, else its last confirmation
+            pl.when(deleting)
+            .then(pl.col("released_file"))
+            .otherwise(pl.col("acquired_file"))
+            .alias("end_file"),
+            pl.when(deleting)
+            .then(pl.col("released_line"))
+            .otherwise(pl.col("acquired_line"))
+            .alias("end_line"),
+            pl.when(deleting)
+            .then(pl.lit("release deletes the key"))
+            .otherwise(pl.lit("lease expires (by its clock)"))
+            .alias("end_what"),
+        )
+        .collect()
+        .join(acq_owner, on=["job_id", "execution_id"], how="left")
+        .sort("job_id", "acquired_at")
+    )
+
+
+def _acquisition_owners(ctx: CheckContext) -> pl.DataFrame:
+    ev = ctx.events.lazy().filter((pl.col("event") == "lock_acquired") & pl.col("owner").is_not_null())
+    return ev.group_by("job_id", "execution_id").agg(pl.col("owner").first().alias("owner")).collect()
+
+
+def _denials(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
+    """`held` and `freed` facts of the denials whose holder the owner they name, or the clocks, show."""
+    d = (
+        ctx.events.lazy()
+        .filter(
+            (pl.col("event") == "lock_denied")
+            & (pl.col("clock") == "wall")
+            & pl.col("pod").is_not_null()
+            & pl.col("t").is_not_null()
+        )
+        .select(
+            "job_id",
+            pl.col("execution_id").alias("d_id"),
+            pl.col("pod").alias("d_pod"),
+            pl.col("t").alias("d_at"),
+            pl.col("file").alias("d_file"),
+            pl.col("line").alias("d_line"),
+            pl.col("owner").alias("d_owner"),
+        )
+        .sort("job_id", "d_at")
+        .collect()
+    )
+    if not d.height or not leases.height:
+        return pl.DataFrame(schema=FACT_COLUMNS)
+    lz = leases.with_columns(
+        # a lease with no known end (unknown TTL) holds every moment after its acquisition
+        pl.col("valid_until").fill_null(pl.datetime(9999, 1, 1, time_zone="UTC")).alias("_until")
+    ).with_columns(pl.col("_until").cum_max().over("job_id").alias("_until_max"))
+    keep = [
+        "execution_id",
+        "pod",
+        "acquired_at",
+        "acquired_file",
+        "acquired_line",
+        "fencing_token",
+        "_until",
+        "_until_max",
+        "end_file",
+        "end_line",
+        "end_what",
+    ]
+    prev = lz.select("job_id", *keep).rename({c: f"p_{c}" for c in keep})
+    nxt = lz.select("job_id", *keep[:6]).rename({c: f"n_{c}" for c in keep[:6]})
+    x = d.join_asof(
+        prev,
+        left_on="d_at",
+        right_on="p_acquired_at",
+        by="job_id",
+        strategy="backward",
+        check_sortedness=False,
+    ).join_asof(
+        nxt,
+        left_on="d_at",
+        right_on="n_acquired_at",
+        by="job_id",
+        strategy="forward",
+        check_sortedness=False,
+        allow_exact_matches=False,
+    )
+    # the next acquisition at all shows the logs go on; the denied attempt's own (it waited and got the key)
+    # is no holder of the key it was denied
+    x = x.with_columns(
+        pl.col("n_acquired_at").alias("_any_at"),
+        pl.col("n_fencing_token").alias("_any_token"),
+    ).with_columns(
+        pl.when(pl.col("n_execution_id").ne_missing(pl.col("d_id"))).then(pl.col(f"n_{c}")).alias(f"n_{c}")
+        for c in keep[:6]
+    )
+    # the holders around a denial are all logged: it lies between two logged acquisitions (or before the
+    # first token a counter hands out), with no lease missing between them by their fencing tokens
+    consecutive = (
+        pl.col("p_fencing_token").is_null()
+        | pl.col("_any_token").is_null()
+        | (pl.col("_any_token") - pl.col("p_fencing_token") <= 1)
+    )
+    complete = (pl.col("p_execution_id").is_not_null() & pl.col("_any_at").is_not_null() & consecutive) | (
+        pl.col("p_execution_id").is_null() & (pl.col("n_fencing_token") == 1)
+    )
+    # held by some lease the clocks put around the denial: no contradiction
+    contained = (pl.col("p__until_max") >= pl.col("d_at")).fill_null(False)
+    c_prev = _ms(pl.col("d_at") - pl.col("p__until"))
+    c_next = _ms(pl.col("n_acquired_at") - pl.col("d_at"))
+    gaps = x.filter(~contained & complete).with_columns(
+        (c_next.is_not_null() & (c_prev.is_null() | (c_next < c_prev))).alias("_next")
+    )
+    held = gaps.filter("_next").select(
+        "job_id",
+        pl.lit("held").alias("fact"),
+        pl.col("n_execution_id").alias("first_id"),
+        pl.col("n_pod").alias("first_pod"),
+        pl.col("n_acquired_at").alias("first_at"),
+        pl.col("n_acquired_file").alias("first_file"),
+        pl.col("n_acquired_line").alias("first_line"),
+        pl.lit("acquires the key").alias("first_what"),
+        pl.col("d_id").alias("then_id"),
+        pl.col("d_pod").alias("then_pod"),
+        pl.col("d_at").alias("then_at"),
+        pl.col("d_file").alias("then_file"),
+        pl.col("d_line").alias("then_line"),
+        pl.lit("is turned away by the lock").alias("then_what"),
+    )
+    # (the lease acquired last before the denial is the one that ended last: else the clocks overlap them)
+    freed = gaps.filter(~pl.col("_next") & (pl.col("p__until") == pl.col("p__until_max"))).select(
+        "job_id",
+        pl.lit("freed").alias("fact"),
+        pl.col("d_id").alias("first_id"),
+        pl.col("d_pod").alias("first_pod"),
+        pl.col("d_at").alias("first_at"),
+        pl.col("d_file").alias("first_file"),
+        pl.col("d_line").alias("first_line"),
+        pl.lit("is turned away by the lock").alias("first_what"),
+        pl.col("p_execution_id").alias("then_id"),
+        pl.col("p_pod").alias("then_pod"),
+        pl.col("p__until").alias("then_at"),
+        pl.col("p_end_file").alias("then_file"),
+        pl.col("p_end_line").alias("then_line"),
+        pl.col("p_end_what").alias("then_what"),
+    )
+    return pl.concat([held, freed])
+
+
+def _named(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
+    """`named` facts: a denial, a rejected renewal or an ownership loss naming another pod's acquisition owner."""
+    lines = (
+        ctx.events.lazy()
+        .filter(
+            pl.col("owner").is_not_null()
+            & (pl.col("clock") == "wall")
+            & pl.col("pod").is_not_null()
+            & (
+                (pl.col("event") == "lock_denied")
+                | (pl.col("event") == "ownership_lost")
+                | ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") == "rejected"))
+            )
+        )
+        .select(
+            "job_id",
+            pl.col("execution_id").alias("then_id"),
+            pl.col("pod").alias("then_pod"),
+            pl.col("t").alias("then_at"),
+            pl.col("file").alias("then_file"),
+            pl.col("line").alias("then_line"),
+            pl.when(pl.col("event") == "lock_denied")
+            .then(pl.lit("is turned away by the lock, which names that owner"))
+            .otherwise(pl.lit("learns the key has another owner, which the line names"))
+            .alias("then_what"),
+            "owner",
+        )
+        .collect()
+    )
+    if not lines.height:
+        return pl.DataFrame(schema=FACT_COLUMNS)
+    owners = leases.filter(pl.col("owner").is_not_null()).select(
+        "job_id",
+        "owner",
+        pl.col("execution_id").alias("first_id"),
+        pl.col("pod").alias("first_pod"),
+        pl.col("acquired_at").alias("first_at"),
+        pl.col("acquired_file").alias("first_file"),
+        pl.col("acquired_line").alias("first_line"),
+    )
+    return (
+        lines.join(owners, on=["job_id", "owner"], how="inner")
+        .filter(pl.col("first_pod") != pl.col("then_pod"))
+        .select(
+            "job_id",
+            pl.lit("named").alias("fact"),
+            "first_id",
+            "first_pod",
+            "first_at",
+            "first_file",
+            "first_line",
+            pl.lit("acquires the key").alias("first_what"),
+            "then_id",
+            "then_pod",
+            "then_at",
+            "then_file",
+            "then_line",
+            "then_what",
+        )
+    )
+
+
+def _tokens(leases: pl.DataFrame) -> pl.DataFrame:
+    """`token` facts: each acquisition before the next larger fencing token's, in a job whose tokens are unique."""
+    t = leases.filter(pl.col("fencing_token").is_not_null())
+    twice = t.group_by("job_id", "fencing_token").len().filter(pl.col("len") > 1).select("job_id").unique()
+    t = t.join(twice, on="job_id", how="anti").sort("job_id", "fencing_token")
+    same = pl.col("job_id") == pl.col("job_id").shift(1)
+    return (
+        t.with_columns(
+            *(
+                pl.when(same).then(pl.col(c).shift(1)).alias(f"_p_{c}")
+                for c in (
+                    "execution_id",
+                    "pod",
+                    "acquired_at",
+                    "acquired_file",
+                    "acquired_line",
+                    "fencing_token",
+                )
+            )
+        )
+        .filter(pl.col("_p_execution_id").is_not_null())
+        .select(
+            "job_id",
+            pl.lit("token").alias("fact"),
+            pl.col("_p_execution_id").alias("first_id"),
+            pl.col("_p_pod").alias("first_pod"),
+            pl.col("_p_acquired_at").alias("first_at"),
+            pl.col("_p_acquired_file").alias("first_file"),
+            pl.col("_p_acquired_line").alias("first_line"),
+            pl.concat_str(
+                pl.lit("acquires the key with fencing token "), pl.col("_p_fencing_token").cast(pl.String)
+            ).alias("first_what"),
+            pl.col("execution_id").alias("then_id"),
+            pl.col("pod").alias("then_pod"),
+            pl.col("acquired_at").alias("then_at"),
+            pl.col("acquired_file").alias("then_file"),
+            pl.col("acquired_line").alias("then_line"),
+            pl.concat_str(
+                pl.lit("acquires it with the next token, "), pl.col("fencing_token").cast(pl.String)
+            ).alias("then_what"),
+        )
+    )
+
+
+def _facts(ctx: CheckContext) -> pl.DataFrame:
+    leases = _leases(ctx.executions, _acquisition_owners(ctx))
+    if not leases.height:
+        return pl.DataFrame(schema=FACT_COLUMNS)
+    parts = [_denials(ctx, leases), _named(ctx, leases), _tokens(leases)]
+    return (
+        pl.concat([p.cast(pl.Schema({c: FACT_COLUMNS[c] for c in p.columns})) for p in parts], how="diagonal")
+        .with_columns(_ms(pl.col("then_at") - pl.col("first_at")).alias("gap_ms"))
+        .select(list(FACT_COLUMNS))
+        .sort("job_id", "first_at", "then_at")
+    )
+
+
+def facts(ctx: CheckContext) -> pl.DataFrame:
+    """Every ordering fact of the logs but the deleting releases (`FACT_COLUMNS`)."""
+    return derived(ctx, "anchors:facts", lambda: _facts(ctx))
+
+
+def _behind(ctx: CheckContext) -> pl.DataFrame:
+    released = (
+        handoffs(ctx)
+        .filter("y_after")
+        .select(
+            "job_id",
+            pl.col("pod").alias("first_pod"),
+            pl.col("pod_y").alias("then_pod"),
+            (-pl.col("contradiction_ms")).alias("gap_ms"),
+            pl.lit("release").alias("fact"),
+            pl.col("released_file").alias("first_file"),
+            pl.col("released_line").alias("first_line"),
+            pl.col("acquired_file_y").alias("then_file"),
+            pl.col("acquired_line_y").alias("then_line"),
+        )
+    )
+    f = facts(ctx).select(released.columns)
+    both = pl.concat([f, released.cast(f.schema)])
+    return (
+        both.filter(
+            pl.col("first_pod").is_not_null()
+            & pl.col("then_pod").is_not_null()
+            & (pl.col("first_pod") != pl.col("then_pod"))
+            & (pl.col("gap_ms") < 0)
+        )
+        .sort("gap_ms")
+        .group_by("job_id", "first_pod", "then_pod", maintain_order=True)
+        .agg(
+            (-pl.col("gap_ms").first()).alias("behind_ms"),
+            *(
+                pl.col(c).first().alias(f"behind_{c}")
+                for c in ("fact", "first_file", "first_line", "then_file", "then_line")
+            ),
+        )
+    )
+
+
+BEHIND_COLUMNS = [
+    "behind_ms",
+    "behind_fact",
+    "behind_first_file",
+    "behind_first_line",
+    "behind_then_file",
+    "behind_then_line",
+]
+
+
+def clock_behind(ctx: CheckContext) -> pl.DataFrame:
+    """(job_id, first_pod, then_pod, `BEHIND_COLUMNS`): `then_pod`'s clock runs at least `behind_ms` behind
+    `first_pod`'s, by the largest contradiction of the job's ordering facts (deleting releases included);
+    the kind of fact that shows it and its two lines."""
+    return derived(ctx, "anchors:behind", lambda: _behind(ctx))
+
+
+def behind_columns(ctx: CheckContext, rows: pl.DataFrame, pod: str, pod_b: str) -> pl.DataFrame:
+    """`rows` plus `BEHIND_COLUMNS`: how far the facts prove `pod_b`'s clock runs behind `pod`'s (null:
+    they prove nothing). A moment of `pod` compared with a later one of `pod_b` is too late by it."""
+    b = clock_behind(ctx).rename({"first_pod": pod, "then_pod": pod_b})
+    return rows.join(b, on=["job_id", pod, pod_b], how="left", maintain_order="left")
+
+
+def behind_note(rows: pl.DataFrame, pod: str, pod_b: str, left_ms: str, doubt: str) -> pl.Series:
+    """For rows of `behind_columns`: the sentence naming the proven offset and what is left of the figure
+    (`left_ms`) once it is taken off, and (where `doubt`) that this is within the clock-skew bound ("" where
+    no offset is proven)."""
+    what = pl.col("behind_fact").replace_strict(FACT_TEXT, default="an ordering fact")
+    return (
+        rows.with_columns(durations(rows["behind_ms"]).alias("_b"), durations(rows[left_ms]).alias("_l"))
+        .select(
+            pl.when(pl.col("behind_ms").is_null())
+            .then(pl.lit(""))
+            .otherwise(
+                pl.format(
+                    " The logs prove {}'s clock runs at least {} behind {}'s ({}: {}:{} before {}:{}, whatever the "
+                    "clocks say; see clock_contradiction): taken off, at most {} of this is left{}.",
+                    text(pod_b),
+                    "_b",
+                    text(pod),
+                    what,
+                    text("behind_first_file"),
+                    text("behind_first_line"),
+                    text("behind_then_file"),
+                    text("behind_then_line"),
+                    "_l",
+                    pl.when(pl.col(doubt))
+                    .then(pl.lit(", within the clock-skew bound: it is not proven"))
+                    .otherwise(pl.lit("")),
+                )
+            )
+            .alias("behind_note")
+        )
+        .to_series()
+    )
+
+
+def with_behind(details_json: pl.Expr) -> pl.Expr:
+    """A finding's details (a JSON object) plus `clockBehindMs` where `behind_ms` is known."""
+    added = pl.concat_str(
+        details_json.str.strip_suffix("}"),
+        pl.when(details_json == "{}").then(pl.lit("")).otherwise(pl.lit(",")),
+        pl.lit('"clockBehindMs":'),
+        pl.col("behind_ms").cast(pl.String),
+        pl.lit("}"),
+    )
+    return pl.when(pl.col("behind_ms").is_null()).then(details_json).otherwise(added)
+
+
+FACT_TEXT = {
+    "release": "a release that deleted the key came before the next acquisition",
+    "held": "a worker turned away by the lock came after the holder's acquisition",
+    "freed": "a worker turned away by the lock came before the holder's lease ended",
+    "named": "a line naming the key's owner came after that owner's acquisition",
+    "token": "fencing tokens order the acquisitions",
+}
