@@ -30,6 +30,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.causal import handoffs
+from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import CheckContext, derived
 from leaselog.checks.phrasing import durations, text
 
@@ -74,7 +75,7 @@ def _leases(ex: pl.DataFrame, acq_owner: pl.DataFrame) -> pl.DataFrame:
             "acquired_line",
             "fencing_token",
             "valid_until",
-            # where the lease's end is logged: its deleting release, else its last confirmation
+            # where the lease's end is logged: its deleting release, else (an expiry) its acquisition
             pl.when(deleting)
             .then(pl.col("released_file"))
             .otherwise(pl.col("acquired_file"))
@@ -84,8 +85,12 @@ def _leases(ex: pl.DataFrame, acq_owner: pl.DataFrame) -> pl.DataFrame:
             .otherwise(pl.col("acquired_line"))
             .alias("end_line"),
             pl.when(deleting)
-            .then(pl.lit("release deletes the key"))
-            .otherwise(pl.lit("lease expires (by its clock)"))
+            .then(pl.lit("releases the key, deleting it"))
+            .otherwise(
+                pl.lit(
+                    "loses its lease (its expiry by its own clock, from this acquisition and its renewals)"
+                )
+            )
             .alias("end_what"),
         )
         .collect()
@@ -457,4 +462,82 @@ FACT_TEXT = {
     "freed": "a worker turned away by the lock came before the holder's lease ended",
     "named": "a line naming the key's owner came after that owner's acquisition",
     "token": "fencing tokens order the acquisitions",
+}
+
+
+def contradicted(ctx: CheckContext) -> pl.DataFrame:
+    """The facts whose clocks contradict them beyond the clock-skew bound, across two pods, that no clock
+    step in either execution's log explains: the largest per job, kind of fact and pair of pods, with
+    `contradiction_ms`, `facts_contradicted` (how many of that kind the pair's clocks contradict) and
+    `contradiction_text`."""
+    f = facts(ctx).filter(
+        (pl.col("first_pod") != pl.col("then_pod")) & (-pl.col("gap_ms") > ctx.settings.max_skew_ms)
+    )
+    if not f.height:
+        return f.with_columns(
+            pl.lit(None, dtype=pl.Float64).alias("contradiction_ms"),
+            pl.lit(None, dtype=pl.UInt32).alias("facts_contradicted"),
+            pl.lit(None, dtype=pl.String).alias("contradiction_text"),
+        )
+    steps = steps_of(ctx)
+    stepped = (
+        pl.concat(
+            [
+                steps.select("job_id", "execution_id"),
+                steps.select("job_id", pl.col("prev_execution_id").alias("execution_id")),
+            ]
+        )
+        .drop_nulls()
+        .unique()
+    )
+    f = (
+        f.join(stepped.rename({"execution_id": "first_id"}), on=["job_id", "first_id"], how="anti")
+        .join(stepped.rename({"execution_id": "then_id"}), on=["job_id", "then_id"], how="anti")
+        .with_columns((-pl.col("gap_ms")).alias("contradiction_ms"))
+        .sort("gap_ms")
+    )
+    keys = ["job_id", "fact", "first_pod", "then_pod"]
+    f = (
+        f.with_columns(pl.len().over(keys).cast(pl.UInt32).alias("facts_contradicted"))
+        .unique(keys, keep="first", maintain_order=True)
+        .sort("job_id", "first_at")
+    )
+    return f.with_columns(_contradiction_text(f))
+
+
+def _contradiction_text(f: pl.DataFrame) -> pl.Series:
+    rows = f.with_columns(
+        durations(f["contradiction_ms"]).alias("_c"),
+        pl.col("fact").replace_strict(_WHY, default="").alias("_why"),
+    )
+    more = pl.col("facts_contradicted") - 1
+    return rows.select(
+        pl.format(
+            "The clocks put the moment {} ({}) {} ({}:{}) {} before the moment {} ({}) {} ({}:{}), but {}: at least one "
+            "clock is off by {} or more, or a line's time is wrong{}.",
+            text("then_id"),
+            text("then_pod"),
+            text("then_what"),
+            text("then_file"),
+            text("then_line"),
+            "_c",
+            text("first_id"),
+            text("first_pod"),
+            text("first_what"),
+            text("first_file"),
+            text("first_line"),
+            "_why",
+            "_c",
+            pl.when(more > 0)
+            .then(pl.format(" ({} more such lines of these two pods disagree as well, by less)", more))
+            .otherwise(pl.lit("")),
+        ).alias("contradiction_text")
+    ).to_series()
+
+
+_WHY = {
+    "held": "a worker is turned away only while someone holds the key: the holder's acquisition came first",
+    "freed": "a worker is turned away only while someone holds the key: the holder's lease ended after it",
+    "named": "the line names the owner the key held then: that owner's acquisition came first",
+    "token": "fencing tokens grow with each acquisition: the smaller token's acquisition came first",
 }
