@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.causal import handoffs
 from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import CheckContext, derived
 from leaselog.checks.phrasing import durations, text
@@ -347,122 +346,6 @@ def _facts(ctx: CheckContext) -> pl.DataFrame:
 def facts(ctx: CheckContext) -> pl.DataFrame:
     """Every ordering fact of the logs but the deleting releases (`FACT_COLUMNS`)."""
     return derived(ctx, "anchors:facts", lambda: _facts(ctx))
-
-
-def _behind(ctx: CheckContext) -> pl.DataFrame:
-    released = (
-        handoffs(ctx)
-        .filter("y_after")
-        .select(
-            "job_id",
-            pl.col("pod").alias("first_pod"),
-            pl.col("pod_y").alias("then_pod"),
-            (-pl.col("contradiction_ms")).alias("gap_ms"),
-            pl.lit("release").alias("fact"),
-            pl.col("released_file").alias("first_file"),
-            pl.col("released_line").alias("first_line"),
-            pl.col("acquired_file_y").alias("then_file"),
-            pl.col("acquired_line_y").alias("then_line"),
-        )
-    )
-    f = facts(ctx).select(released.columns)
-    both = pl.concat([f, released.cast(f.schema)])
-    return (
-        both.filter(
-            pl.col("first_pod").is_not_null()
-            & pl.col("then_pod").is_not_null()
-            & (pl.col("first_pod") != pl.col("then_pod"))
-            & (pl.col("gap_ms") < 0)
-        )
-        .sort("gap_ms")
-        .group_by("job_id", "first_pod", "then_pod", maintain_order=True)
-        .agg(
-            (-pl.col("gap_ms").first()).alias("behind_ms"),
-            *(
-                pl.col(c).first().alias(f"behind_{c}")
-                for c in ("fact", "first_file", "first_line", "then_file", "then_line")
-            ),
-        )
-    )
-
-
-BEHIND_COLUMNS = [
-    "behind_ms",
-    "behind_fact",
-    "behind_first_file",
-    "behind_first_line",
-    "behind_then_file",
-    "behind_then_line",
-]
-
-
-def clock_behind(ctx: CheckContext) -> pl.DataFrame:
-    """(job_id, first_pod, then_pod, `BEHIND_COLUMNS`): `then_pod`'s clock runs at least `behind_ms` behind
-    `first_pod`'s, by the largest contradiction of the job's ordering facts (deleting releases included);
-    the kind of fact that shows it and its two lines."""
-    return derived(ctx, "anchors:behind", lambda: _behind(ctx))
-
-
-def behind_columns(ctx: CheckContext, rows: pl.DataFrame, pod: str, pod_b: str) -> pl.DataFrame:
-    """`rows` plus `BEHIND_COLUMNS`: how far the facts prove `pod_b`'s clock runs behind `pod`'s (null:
-    they prove nothing). A moment of `pod` compared with a later one of `pod_b` is too late by it."""
-    b = clock_behind(ctx).rename({"first_pod": pod, "then_pod": pod_b})
-    return rows.join(b, on=["job_id", pod, pod_b], how="left", maintain_order="left")
-
-
-def behind_note(rows: pl.DataFrame, pod: str, pod_b: str, left_ms: str, doubt: str) -> pl.Series:
-    """For rows of `behind_columns`: the sentence naming the proven offset and what is left of the figure
-    (`left_ms`) once it is taken off, and (where `doubt`) that this is within the clock-skew bound ("" where
-    no offset is proven)."""
-    what = pl.col("behind_fact").replace_strict(FACT_TEXT, default="an ordering fact")
-    return (
-        rows.with_columns(durations(rows["behind_ms"]).alias("_b"), durations(rows[left_ms]).alias("_l"))
-        .select(
-            pl.when(pl.col("behind_ms").is_null())
-            .then(pl.lit(""))
-            .otherwise(
-                pl.format(
-                    " The logs prove {}'s clock runs at least {} behind {}'s ({}: {}:{} before {}:{}, whatever the "
-                    "clocks say; see clock_contradiction): taken off, at most {} of this is left{}.",
-                    text(pod_b),
-                    "_b",
-                    text(pod),
-                    what,
-                    text("behind_first_file"),
-                    text("behind_first_line"),
-                    text("behind_then_file"),
-                    text("behind_then_line"),
-                    "_l",
-                    pl.when(pl.col(doubt))
-                    .then(pl.lit(", within the clock-skew bound: it is not proven"))
-                    .otherwise(pl.lit("")),
-                )
-            )
-            .alias("behind_note")
-        )
-        .to_series()
-    )
-
-
-def with_behind(details_json: pl.Expr) -> pl.Expr:
-    """A finding's details (a JSON object) plus `clockBehindMs` where `behind_ms` is known."""
-    added = pl.concat_str(
-        details_json.str.strip_suffix("}"),
-        pl.when(details_json == "{}").then(pl.lit("")).otherwise(pl.lit(",")),
-        pl.lit('"clockBehindMs":'),
-        pl.col("behind_ms").cast(pl.String),
-        pl.lit("}"),
-    )
-    return pl.when(pl.col("behind_ms").is_null()).then(details_json).otherwise(added)
-
-
-FACT_TEXT = {
-    "release": "a release that deleted the key came before the next acquisition",
-    "held": "a worker turned away by the lock came after the holder's acquisition",
-    "freed": "a worker turned away by the lock came before the holder's lease ended",
-    "named": "a line naming the key's owner came after that owner's acquisition",
-    "token": "fencing tokens order the acquisitions",
-}
 
 
 def contradicted(ctx: CheckContext) -> pl.DataFrame:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.anchors import behind_columns, behind_note, with_behind
 from leaselog.checks.causal import refuted_overlaps, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns, handover_skew_columns
 from leaselog.checks.contract import Check, CheckContext
@@ -28,6 +27,7 @@ from leaselog.checks.frames import (
     skew_details,
     timedelta_ms,
 )
+from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.unlogged_renewals import UNLOGGED
 

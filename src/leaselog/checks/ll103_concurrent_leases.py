@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.anchors import behind_columns, behind_note, with_behind
 from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, events_where, evidence, ms_expr, one_or_two, pairs_of
+from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
 
 _COLS = [
