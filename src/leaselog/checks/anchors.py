@@ -2,14 +2,15 @@
 
 Besides a release that deleted the key (`leaselog.checks.causal`), the logs hold these orderings:
 - **a denial**: a worker turned away by the lock at t (`lock_denied`) proves someone held the key at t.
-  The holder is the execution whose acquisition owner the line names (a denial naming the holder, as
-  client-go's "lock is held by X" does, on another pod), else the lease the clocks put around t. When no
+  The holder is the lease the clocks put around t (a denial naming the holder's owner, as client-go's
+  "lock is held by X" does, is a `named` fact below instead). When no
   lease's span holds t by the clocks, the nearest one is taken (the order needing the smaller clock
   error): then the holder's acquisition came before the denial (`held`), or the denial before the
   holder's lease ended (`freed`: its deleting release, else its expiry). Only a denial between two
-  logged leases counts, and only where fencing tokens, when both leases have one, show no lease between
-  them: a holder whose logs are not in the input (logs that start or end mid-way, a pod left out) would
-  explain it as well;
+  logged acquisitions counts (or before an acquisition with fencing token 1: no one held the key before
+  the counter's first token), and only where fencing tokens, when both leases have one, show no lease
+  between them: a holder whose logs are not in the input (logs that start or end mid-way, a pod left
+  out) would explain it as well;
 - **a line naming the holder**: a renewal rejected, or ownership lost, on a line naming an owner another
   execution acquired the key with (on another pod): that acquisition came first (`named`);
 - **fencing tokens** that increase: the acquisition with the next larger token of a job came after the
@@ -18,8 +19,9 @@ Besides a release that deleted the key (`leaselog.checks.causal`), the logs hold
 
 Each fact is a pair `first` (on one pod) before `then` (on another): `gap_ms` is `then_at - first_at` by
 the clocks, negative where they contradict the fact. `then_pod`'s clock then runs at least `-gap_ms`
-behind `first_pod`'s (`clock_behind`): a figure that compares a moment of `first_pod` before one of
-`then_pod` is too large by at least that much.
+behind `first_pod`'s (`leaselog.checks.offsets`): a figure that compares a moment of `first_pod` before
+one of `then_pod` is too large by at least that much. `contradicted` gives the facts the clocks
+contradict beyond the clock-skew bound (`clock_contradiction` states them).
 
 A stream redelivery orders nothing here: the lab's and the frameworks' lines carry a delivery count, not
 the idle time the broker waited for, so no bound follows from them.
@@ -127,6 +129,16 @@ def _denials(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
     )
     if not d.height or not leases.height:
         return pl.DataFrame(schema=FACT_COLUMNS)
+    # a denial naming its holder's owner (on another pod) is a `named` fact: no holder to guess
+    owners = leases.filter(pl.col("owner").is_not_null()).select(
+        "job_id", pl.col("owner").alias("d_owner"), pl.col("pod").alias("_holder_pod")
+    )
+    named = d.join(owners, on=["job_id", "d_owner"], how="inner").filter(
+        pl.col("_holder_pod") != pl.col("d_pod")
+    )
+    d = d.join(
+        named.select("job_id", "d_file", "d_line").unique(), on=["job_id", "d_file", "d_line"], how="anti"
+    )
     lz = leases.with_columns(
         # a lease with no known end (unknown TTL) holds every moment after its acquisition
         pl.col("valid_until").fill_null(pl.datetime(9999, 1, 1, time_zone="UTC")).alias("_until")
