@@ -436,3 +436,44 @@ _WHY = {
     "named": "the line names the owner the key held then: that owner's acquisition came first",
     "token": "fencing tokens grow with each acquisition: the smaller token's acquisition came first",
 }
+
+
+def _gone(ctx: CheckContext) -> pl.DataFrame:
+    ev = (
+        ctx.events.lazy()
+        .filter(
+            (pl.col("clock") == "wall")
+            & (
+                ((pl.col("event") == "lease_renewal") & (pl.col("renewal_outcome") == "rejected"))
+                | (
+                    (pl.col("event") == "lock_released")
+                    & (pl.col("released") == False)  # noqa: E712 (a null: not logged)
+                    & ~pl.col("release_outcome").is_in(["timeout", "error"]).fill_null(False)
+                )
+            )
+        )
+        .select("job_id", "execution_id", "t", "file", "line", "event")
+        .sort("t")
+        .group_by("job_id", "execution_id", maintain_order=True)
+        .first()
+        .collect()
+    )
+    return ev.select(
+        "job_id",
+        "execution_id",
+        pl.col("t").alias("gone_at"),
+        pl.col("file").alias("gone_file"),
+        pl.col("line").alias("gone_line"),
+        pl.when(pl.col("event") == "lease_renewal")
+        .then(pl.lit("its renewal was rejected"))
+        .otherwise(pl.lit("its release deleted nothing"))
+        .alias("gone_what"),
+    )
+
+
+def gone(ctx: CheckContext) -> pl.DataFrame:
+    """(job_id, execution_id, gone_at, gone_file, gone_line, gone_what): the first line where an execution's
+    lock found the key no longer its own (a renewal rejected, a release that deleted nothing): its lease
+    had ended by then, whatever its logged expiry says (a renewal whose call took long extended it from
+    somewhere inside the call, not from its logged time)."""
+    return derived(ctx, "anchors:gone", lambda: _gone(ctx))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.anchors import gone
 from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
@@ -123,6 +124,11 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             "size_ms", ms_expr("acquired_at_b", "valid_until") - pl.col("behind_ms").fill_null(0.0)
         ).alias("left_ms")
     )
+    # a's lock found the key no longer a's (a renewal rejected, a release that deleted nothing,
+    # leaselog.checks.anchors): a's lease had ended by then, whatever its logged expiry says
+    found = found.join(
+        gone(ctx), on=["job_id", "execution_id"], how="left", maintain_order="left"
+    ).with_columns(pl.min_horizontal("left_ms", ms_expr("acquired_at_b", "gone_at")).alias("left_ms"))
     found = found.filter(pl.col("left_ms") > 0)
     found = reconnects(found, ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
@@ -143,9 +149,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     offset_doubt = pl.col("behind_ms").is_not_null() & (
         pl.col("left_ms") - pl.col("confirm_latency_ms").fill_null(0.0) <= ctx.settings.max_skew_ms
     )
+    # the whole of it lies inside the confirming call's latency: nothing of it is proven
+    latency_doubt = (pl.col("proven_ms") <= 0).fill_null(False)
     found = found.with_columns(
         offset_doubt.alias("offset_doubt"),
-        pl.when(offset_doubt)
+        latency_doubt.alias("latency_doubt"),
+        pl.when(offset_doubt | latency_doubt)
         .then(pl.lit("uncertain"))
         .otherwise(step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms))
         .alias("certainty"),
@@ -295,6 +304,17 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             )
             .otherwise(pl.lit("")),
             pl.col("caveat"),
+            pl.when(pl.col("latency_doubt"))
+            .then(
+                pl.format(
+                    " {}'s last confirming call took {}: Redis started its TTL somewhere inside that call, so "
+                    "the lease may have ended before {} acquired: this is not proven.",
+                    a,
+                    durations(rows["confirm_latency_ms"]),
+                    b,
+                )
+            )
+            .otherwise(pl.lit("")),
             pl.col("step_note"),
             pl.col("behind_note"),
         ).alias("message")
