@@ -473,7 +473,8 @@ def _gone(ctx: CheckContext) -> pl.DataFrame:
 
 def gone(ctx: CheckContext) -> pl.DataFrame:
     """(job_id, execution_id, gone_at, gone_file, gone_line, gone_what): the first line where an execution's
-    lock found the key no longer its own (a renewal rejected, a release that deleted nothing): its lease
-    had ended by then, whatever its logged expiry says (a renewal whose call took long extended it from
-    somewhere inside the call, not from its logged time)."""
+    lock found the key no longer its own (a renewal rejected, a release that deleted nothing): the key was
+    gone by then, expired (a renewal whose call took long extended the lease from somewhere inside the
+    call, not from its logged time, so its logged expiry is late by up to that latency) or lost (a
+    failover): which, the logged expiry and the latency tell."""
     return derived(ctx, "anchors:gone", lambda: _gone(ctx))

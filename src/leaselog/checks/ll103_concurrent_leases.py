@@ -125,10 +125,20 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         ).alias("left_ms")
     )
     # a's lock found the key no longer a's (a renewal rejected, a release that deleted nothing,
-    # leaselog.checks.anchors): a's lease had ended by then, whatever its logged expiry says
+    # leaselog.checks.anchors): a's lease had ended by then. Its logged expiry is late by up to its last
+    # confirming call's latency (Redis restarted the TTL somewhere inside the call): a key gone within that
+    # window expired as the TTL said; one gone before it was lost (a failover), and two leases at once
+    # are the lock failing
+    earliest = pl.col("valid_until") - pl.duration(
+        microseconds=(pl.col("confirm_latency_ms").fill_null(0.0) * 1000).cast(pl.Int64)
+    )
     found = found.join(
         gone(ctx), on=["job_id", "execution_id"], how="left", maintain_order="left"
-    ).with_columns(pl.min_horizontal("left_ms", ms_expr("acquired_at_b", "gone_at")).alias("left_ms"))
+    ).with_columns(
+        pl.min_horizontal(
+            "left_ms", ms_expr(pl.col("acquired_at_b"), pl.max_horizontal("gone_at", earliest))
+        ).alias("left_ms")
+    )
     found = found.filter(pl.col("left_ms") > 0)
     found = reconnects(found, ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
