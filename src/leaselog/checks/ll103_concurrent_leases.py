@@ -136,7 +136,11 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         gone(ctx), on=["job_id", "execution_id"], how="left", maintain_order="left"
     ).with_columns(
         pl.min_horizontal(
-            "left_ms", ms_expr(pl.col("acquired_at_b"), pl.max_horizontal("gone_at", earliest))
+            "left_ms",
+            ms_expr(
+                pl.col("acquired_at_b"),
+                pl.when(pl.col("gone_at").is_not_null()).then(pl.max_horizontal("gone_at", earliest)),
+            ),
         ).alias("left_ms")
     )
     found = found.filter(pl.col("left_ms") > 0)
