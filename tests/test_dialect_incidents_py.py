@@ -212,3 +212,28 @@ def test_a_redelivered_task_is_a_second_execution_of_the_same_id(tmp_path: Path)
     assert a.executions.height == 2
     (second,) = _by_kind(a)["second_attempt"]
     assert second.trigger == "redelivery"
+
+
+def test_the_unlogged_renewal_advice_follows_the_finding_not_its_wording(tmp_path: Path) -> None:
+    """client-go's -v=5 advice goes with a finding whose details say the lease's renewals went unlogged
+    (`renewalsUnlogged`), whatever its message says; never to one about a lease whose renewals were logged."""
+    import polars as pl
+
+    from leaselog.library_advice import library_advice
+
+    events = pl.DataFrame({"job_id": ["j"], "raw_event": ["k8s-leader-election/acquired"]})
+    findings = pl.DataFrame(
+        {
+            "job_id": ["j", "j", "j"],
+            "kind": ["lease_outlived", "lease_outlived", "second_attempt"],
+            "message": ["a zombie, worded anyhow.", "renewals are not logged, says the text.", "x."],
+            "details": ['{"renewalsUnlogged":true}', '{"renewalsUnlogged":false}', None],
+        }
+    )
+    got = library_advice(findings, events)["message"].to_list()
+    assert ["-v=5" in m for m in got] == [True, False, False]
+    # and on the sample read at default verbosity, each finding that rests on the unlogged renewals has it
+    a = leaselog.analyze(str(_default_verbosity(tmp_path)), lease_ttl="15s")
+    flagged = [f for f in a.finding_list if (f.details or {}).get("renewalsUnlogged")]
+    assert {f.kind for f in flagged} >= {"lease_outlived", "overlapping_executions", "second_attempt"}
+    assert all("-v=5" in f.message for f in flagged)

@@ -16,7 +16,7 @@ import pytest
 
 import leaselog
 from helpers import SAMPLES, jsonl
-from leaselog.execution_runs import IDENTITIES
+from leaselog.execution_runs import ID_UNTOLD, IDENTITIES, POD, UNTOLD
 
 Row = dict[str, Any]
 JOB = "report-42"
@@ -238,14 +238,73 @@ def test_a_renewer_threads_lines_join_the_run_they_renew(tmp_path: Path) -> None
 
 
 def test_runs_without_ids_or_threads_that_interleave_are_uncertain(tmp_path: Path) -> None:
-    """Two threads' runs with neither ids nor threads: the logs cannot tell them apart."""
-    a = analyze(tmp_path, strip(two_threads(), "executionId", "thread"), "bare")
-    assert set(a.executions["execution_from"]) == {IDENTITIES[-1]}
-    assert a.finding_list, "the overlap is still reported"
-    for f in a.finding_list:
+    """Two threads' runs with neither ids nor threads: the logs cannot tell them apart. The second began
+    while the first ran, and two finishes follow: both lived at once, so the overlap is decided (certain,
+    the figure the logs with ids give); the rest hangs on which finish is whose, and says so."""
+    rows = sorted(two_threads(), key=lambda r: r["ts"])  # one pod's file, in the order it was written
+    told = analyze(tmp_path, rows, "told")
+    a = analyze(tmp_path, strip(rows, "executionId", "thread"), "bare")
+    assert set(a.executions["execution_from"]) == {IDENTITIES[UNTOLD]}
+    assert a.executions.select("execution_id", "end_kind").rows() == [
+        ("report-42@pod-a#1", "finished"),
+        ("report-42@pod-a#2", "finished"),
+    ], "the first run did not crash: it ended after the second"
+    overlap = [f for f in a.finding_list if f.kind == "overlapping_executions"]
+    want = [f.duration_ms for f in told.finding_list if f.kind == "overlapping_executions"]
+    assert [(f.certainty, f.severity, f.duration_ms) for f in overlap] == [("certain", "error", want[0])]
+    assert "both lived at once" in overlap[0].message
+    (second,) = [f for f in a.finding_list if f.kind == "second_attempt"]
+    assert second.certainty == "certain" and "order and trigger hold" in second.message
+    # (lease_settings: fleet advice from the runtimes, whoever ran them)
+    decided = ("overlapping_executions", "second_attempt", "lease_settings")
+    rest = [f for f in a.finding_list if f.kind not in decided]
+    assert {f.kind for f in rest} >= {"lease_outlived", "stale_release"}
+    for f in rest:
         assert f.certainty == "uncertain" and f.severity != "error", f
         assert "cannot tell" in f.message
+    assert not any(f.kind == "crash_takeover" for f in a.finding_list)
     assert any("cannot tell these runs apart" in n for n in a.problems)
+    assert not any("end was not logged" in n for n in a.problems)
+
+
+def test_three_interleaved_runs_leave_even_the_overlap_uncertain(tmp_path: Path) -> None:
+    """Three runs at once on a pod with no ids and no threads: which finish is whose decides every
+    overlap, so none is certain."""
+    rows = [
+        *run("pod-a", "1", "10:00:00", "10:00:40", "t1", released=False),
+        *run("pod-a", "2", "10:00:12", "10:00:30", "t2", released=False),
+        *run("pod-a", "3", "10:00:24", "10:00:28", "t3"),
+    ]
+    rows.sort(key=lambda r: r["ts"])
+    a = analyze(tmp_path, strip(rows, "executionId", "thread"), "bare3")
+    assert set(a.executions["execution_from"]) == {IDENTITIES[UNTOLD]}
+    assert any(f.kind == "overlapping_executions" for f in a.finding_list)
+    for f in a.finding_list:
+        if f.kind == "lease_settings":  # fleet advice, from the runtimes whoever ran them
+            continue
+        assert f.certainty == "uncertain" and f.severity != "error", f
+
+
+def test_one_id_reused_by_two_threads_with_no_thread_logged(tmp_path: Path) -> None:
+    """Two threads' runs under the same execution id, no thread: split, not told apart, and said so."""
+    rows = sorted((r | {"executionId": "a"} for r in two_threads()), key=lambda r: r["ts"])
+    a = analyze(tmp_path, strip(rows, "thread"), "reused")
+    assert a.executions.select("execution_id", "execution_from", "end_kind").rows() == [
+        ("a", IDENTITIES[ID_UNTOLD], "finished"),
+        ("a#2", IDENTITIES[ID_UNTOLD], "finished"),
+    ]
+    kinds = {(f.kind, f.certainty) for f in a.finding_list}
+    assert ("overlapping_executions", "certain") in kinds and ("lease_outlived", "uncertain") in kinds
+    assert any("under one execution id" in n for n in a.problems)
+
+
+def test_one_pod_running_its_job_one_at_a_time_needs_no_caveat(tmp_path: Path) -> None:
+    """The ordinary pod: one thread, runs one after the other, no ids, no threads: quiet, no caveat."""
+    rows = [*run("pod-a", "1", "10:00:00", "10:00:05"), *run("pod-a", "2", "10:01:00", "10:01:05")]
+    a = analyze(tmp_path, strip(rows, "executionId", "thread"), "plain")
+    assert set(a.executions["execution_from"]) == {IDENTITIES[POD]}
+    assert [(f.kind, f.severity) for f in a.finding_list] == [("second_attempt", "info")]
+    assert not any("cannot tell" in f.message for f in a.finding_list) and not a.problems
 
 
 def test_an_acquisition_while_a_run_is_open_starts_a_new_one(tmp_path: Path) -> None:
@@ -289,3 +348,34 @@ def test_every_sample_incident_tells_the_same_story_without_ids(tmp_path: Path, 
     without = leaselog.analyze(tmp_path, lease_ttl="5s")
     assert rows and story(without) == story(with_ids)
     assert without.executions.height == with_ids.executions.height
+
+
+def test_the_lease_settings_advice_says_how_its_executions_were_identified(tmp_path: Path) -> None:
+    """LL701 is fleet-wide (no job), yet it names executions: like every finding, it says how those the
+    logs did not name were identified (`details.executionFrom`), and nothing where the ids were logged."""
+    bare = analyze(tmp_path, strip(scheduled_job(), "executionId"), "bare")
+    (advice,) = [f for f in bare.finding_list if f.kind == "lease_settings"]
+    assert advice.execution_ids and advice.details["executionFrom"] == ["pod+sequence"] * len(
+        advice.execution_ids
+    )
+    told = analyze(tmp_path, scheduled_job(), "told")
+    (advice,) = [f for f in told.finding_list if f.kind == "lease_settings"]
+    assert advice.execution_ids and "executionFrom" not in advice.details
+
+
+def test_an_id_reused_after_a_crash_is_split_in_a_loki_export_too(tmp_path: Path) -> None:
+    """The process crashes holding the lease; restarted, it counts its executions from 1 again. The flat
+    logs and a Loki export of them (newest first) tell the same story: two executions, the first open."""
+    from leaselog.reproduce.campaign import write_shape
+
+    rows = [
+        *run("pod-a", "1", "10:00:00", "10:00:05")[:3],  # triggered, acquired, started: then the crash
+        *run("pod-a", "1", "10:00:30", "10:00:35"),
+    ]
+    write_shape({"pod-a": rows}, "loki", tmp_path / "loki")
+    for name, a in (("flat", analyze(tmp_path, rows, "flat")), ("loki", leaselog.analyze(tmp_path / "loki"))):
+        assert a.executions.select("execution_id", "end_kind").rows() == [
+            ("1", "open"),
+            ("1#2", "finished"),
+        ], name
+        assert [f.kind for f in a.finding_list if f.kind == "crash_takeover"] == ["crash_takeover"], name

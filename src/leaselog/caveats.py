@@ -3,7 +3,10 @@
 A finding about an execution the logs did not name says how each of its executions was identified
 (`details.executionFrom`, beside `executionIds`). One about runs the logs cannot tell apart (no execution
 id, no thread, their lines interleaved: leaselog.execution_runs) is uncertain, whatever its check
-concluded: its figures rest on which line belongs to which run, which the logs do not say.
+concluded: its figures rest on which line belongs to which run, which the logs do not say. The
+exceptions are what two such runs (and no third on that job and pod) decide whichever end is whose: their
+overlap (both lived from the later one's begin to the first of the two ends that follow) and the second
+attempt (which began first, and that the first was still going on).
 """
 
 from __future__ import annotations
@@ -13,13 +16,29 @@ from typing import Any
 import orjson
 import polars as pl
 
-from leaselog.execution_runs import ID, IDENTITIES, UNTOLD
+from leaselog.execution_runs import ID, IDENTITIES, UNTOLD_NAMES
 
 _UNTOLD = (
-    " The logs cannot tell {names} from another run of the job on {pods}: no execution id and no thread, "
-    "and their lines interleave, so which line is whose is a guess; this finding is uncertain (log an "
-    "execution id, or the thread)."
+    " The logs cannot tell {names} from another run of the job on {pods}: no distinct execution id and no "
+    "thread, and their lines interleave, so which line is whose is a guess; this finding is uncertain (log "
+    "an execution id per run, or the thread)."
 )
+
+# what two runs not told apart decide, per finding kind (the rest hangs on which end is whose)
+_DECIDED = {
+    "overlapping_executions": (
+        " The logs cannot tell {names} apart on {pods} (no distinct execution id, no thread): which end is "
+        "whose is a guess, but both lived at once, as the later one began while the other was going on and "
+        "two ends follow, so the overlap holds whichever end is whose (log an execution id per run, or the "
+        "thread, to tell the rest)."
+    ),
+    "second_attempt": (
+        " The logs cannot tell {names} apart on {pods} (no distinct execution id, no thread): which end is "
+        "whose is a guess, but not which began first, nor that the first was still going on when the second "
+        "acquired (two ends follow), so this attempt's order and trigger hold (log an execution id per run, "
+        "or the thread, to tell the rest)."
+    ),
+}
 
 
 def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
@@ -39,7 +58,7 @@ def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.Dat
         .group_by("_i", maintain_order=True)
         .agg(
             pl.col("execution_from").fill_null(IDENTITIES[ID]).alias("from"),
-            pl.col("execution_id").filter(pl.col("execution_from") == IDENTITIES[UNTOLD]).alias("untold"),
+            pl.col("execution_id").filter(pl.col("execution_from").is_in(UNTOLD_NAMES)).alias("untold"),
             pl.col("execution_from").is_not_null().any().alias("inferred"),
         )
         .filter("inferred")
@@ -47,15 +66,35 @@ def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.Dat
     if not per.height:
         return findings
     rows = per["_i"].to_list()
+    # two runs not told apart on a job and pod, and no third: their overlap is decided (both lived from the
+    # later one's begin to the first of the two ends, whichever end is whose)
+    pairs = {
+        (job, pod)
+        for job, pod, n in executions.filter(pl.col("execution_from").is_in(UNTOLD_NAMES))
+        .group_by("job_id", "pod")
+        .len()
+        .iter_rows()
+        if n == 2
+    }
+    kinds, jobs = findings["kind"].to_list(), findings["job_id"].to_list()
     details, certainty, message = (findings[c].to_list() for c in ("details", "certainty", "message"))
     pods = findings["pods"].to_list()
     for i, how, untold in zip(rows, per["from"].to_list(), per["untold"].to_list(), strict=True):
         d: dict[str, Any] = orjson.loads(details[i]) if details[i] else {}
         d["executionFrom"] = how
         details[i] = orjson.dumps(d).decode()
-        if untold:
+        where = ", ".join(pods[i] or []) or "its pod"
+        decided = (
+            kinds[i] in _DECIDED
+            and len(untold) == 2
+            and len(pods[i] or []) == 1
+            and (jobs[i], (pods[i] or [None])[0]) in pairs
+        )
+        if decided:
+            message[i] += _DECIDED[kinds[i]].format(names=" and ".join(untold), pods=where)
+        elif untold:
             certainty[i] = "uncertain"
-            message[i] += _UNTOLD.format(names=", ".join(untold), pods=", ".join(pods[i] or []) or "its pod")
+            message[i] += _UNTOLD.format(names=", ".join(untold), pods=where)
     return findings.with_columns(
         pl.Series("details", details, dtype=pl.String),
         pl.Series("certainty", certainty, dtype=pl.String),

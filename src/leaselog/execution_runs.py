@@ -38,8 +38,10 @@ IDENTITIES: tuple[str, ...] = (
     "pod+thread+sequence",  # no id: job, pod and thread, cut into runs by the lifecycle
     "pod+sequence",  # no id and no thread: job and pod, cut into runs by the lifecycle
     "pod+sequence (runs not told apart)",  # as above, and the logs cannot tell two runs apart
+    "id+sequence (runs not told apart)",  # one id reused by two runs at once, no thread: not told apart
 )
-ID, ID_POD, ID_SEQUENCE, POD_THREAD, POD, UNTOLD = range(len(IDENTITIES))
+ID, ID_POD, ID_SEQUENCE, POD_THREAD, POD, UNTOLD, ID_UNTOLD = range(len(IDENTITIES))
+UNTOLD_NAMES = (IDENTITIES[UNTOLD], IDENTITIES[ID_UNTOLD])
 
 # lifecycle states, as codes (0: nothing yet on this key)
 _TRIGGER, _ACQUIRE, _START, _END, _DENY, _DENY_WAITING = 1, 2, 3, 4, 5, 6
@@ -75,11 +77,17 @@ def identity_names() -> pl.Expr:
     )
 
 
-def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+GIVEN_SCHEMA = {"job_id": pl.String(), "pod": pl.String(), "_given": pl.Int64()}
+
+
+def identify_executions(
+    events: pl.DataFrame, given: pl.DataFrame | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`events` (in `seq` order) with every execution named: runs cut out of the rows build_events left
     without an id (`identity` POD), and explicit ids reused after their execution ended split. The
     remarks (REMARKS_SCHEMA; `identity_notes` words them) say where an earlier run's end was not logged
-    and where runs cannot be told apart."""
+    and where runs cannot be told apart. `given` (GIVEN_SCHEMA): per job and pod, the numbers `#n` already
+    given to runs no longer among `events` (a watch that forgot them): these runs are numbered after."""
     none = pl.DataFrame(schema=REMARKS_SCHEMA)
     if not events.height:
         return events, none
@@ -104,10 +112,12 @@ def identify_executions(events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFram
     parts: list[pl.DataFrame] = []
     remarks = none
     if inferred.any():
-        named, remarks = _inferred(frame.filter(pl.col("identity") == POD))
+        named, remarks = _inferred(frame.filter(pl.col("identity") == POD), given)
         parts.append(named)
     if reused.height:
-        parts.append(_split_reused(frame.join(reused, on=["job_id", "execution_id"], how="semi"))[0])
+        split, told = _split_reused(frame.join(reused, on=["job_id", "execution_id"], how="semi"))
+        parts.append(split)
+        remarks = pl.concat([remarks, told])
     changes = pl.concat(parts)
     # set in place of the two columns (a join would copy every column of the wide events frame)
     ids, codes = events["execution_id"].clone(), events["identity"].clone()
@@ -177,7 +187,14 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
         # (those two also after the line before them in its file's order: a clock stepped back between
         # two lines of one attempt never cuts it)
         at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line")))
-        later = (pl.col("file") != at.struct.field("file")) | (pl.col("line") > at.struct.field("line"))
+        # (later in the order the file was written: a file listed newest first, a Loki export, numbers
+        # its lines backwards in time)
+        f = f.join(_newest_first(f), on="file", how="left", maintain_order="left")
+        ahead = pl.when(pl.col("_newest_first")).then(-pl.col("line")).otherwise(pl.col("line"))
+        ahead_at = (
+            pl.when(pl.col("_newest_first")).then(-at.struct.field("line")).otherwise(at.struct.field("line"))
+        )
+        later = (pl.col("file") != at.struct.field("file")) | (ahead > ahead_at)
         cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
             later.fill_null(True)
             & (
@@ -191,7 +208,19 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
     return f.with_columns(
         begin.cum_sum().cast(pl.Int64).alias("_seg"),
         (cut & running).alias("_unlogged"),
-    ).drop("_ks", "_own", "_prev")
+    ).drop("_ks", "_own", "_prev", "_newest_first", strict=False)
+
+
+def _newest_first(f: pl.DataFrame) -> pl.DataFrame:
+    """(file, `_newest_first`): whether each file lists its lines newest first, as the events' order in
+    time (`seq`) walks its line numbers backwards more often than forwards."""
+    step = pl.col("line").diff()
+    return (
+        f.select("file", "line", "seq")
+        .sort("file", "seq")
+        .group_by("file")
+        .agg(((step < 0).sum() > (step > 0).sum()).alias("_newest_first"))
+    )
 
 
 def _reused_ids(events: pl.DataFrame) -> pl.DataFrame:
@@ -249,15 +278,30 @@ def _split_reused(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .then(pl.col("execution_id"))
         .otherwise(pl.format("{}#{}", "execution_id", n))
         .alias("_name"),
-        pl.lit(ID_SEQUENCE, pl.Int8).alias("_identity"),
+        pl.when(pl.col("_untold"))
+        .then(pl.lit(ID_UNTOLD, pl.Int8))
+        .otherwise(pl.lit(ID_SEQUENCE, pl.Int8))
+        .alias("_identity"),
     )
     out = runs.join(named.select("_seg", "_name", "_identity"), on="_seg").drop("_seg")
-    return out, pl.DataFrame(schema=REMARKS_SCHEMA)
+    untold = named.filter(pl.col("_untold")).select(
+        pl.lit("untold_id").alias("kind"), "job_id", "pod", pl.col("_name").alias("execution_id")
+    )
+    return out, untold.cast(REMARKS_SCHEMA)  # type: ignore[arg-type]
 
 
-def _inferred(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Runs of (job, pod, thread) for the rows without an id: (`_row`, `_name`, `_identity`), remarks."""
+def _inferred(frame: pl.DataFrame, given: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Runs of (job, pod, thread) for the rows without an id: (`_row`, `_name`, `_identity`), remarks;
+    numbered after the `given` numbers of their job and pod."""
     runs, segments = _runs(frame, ["job_id", "pod"], lenient=True)
+    if given is not None and given.height:
+        segments = segments.join(
+            given.cast(GIVEN_SCHEMA),  # type: ignore[arg-type]
+            on=["job_id", "pod"],
+            how="left",
+            nulls_equal=True,
+            maintain_order="left",
+        ).with_columns((pl.col("_n") + pl.col("_given").fill_null(0)).alias("_n"))
     n = pl.col("_n")
     name = (
         pl.when(pl.col("pod").is_null())
@@ -297,6 +341,7 @@ def _runs(
     own = _orphans(own, keys)
     runs = _states(own, keys, lenient=lenient)
     runs = _adopt_orphans(runs, keys)
+    runs = _rehome_interleaved(runs)
     segments = _segments(runs, base)
     if helpers.height:
         runs = pl.concat([runs.select("_row", "_seg"), _attach_helpers(helpers, segments, base)])
@@ -324,6 +369,45 @@ def _adopt_orphans(runs: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
 
 
+def _rehome_interleaved(runs: pl.DataFrame) -> pl.DataFrame:
+    """Two runs on one key that name no thread, the second begun while the first was going on, and two
+    finishes (or two releases) after that: the first did not die there, both lived at once. The second
+    finish (or release) and what follows go back to the first run (the later begun, nested reading: which
+    end is whose is a guess), and both runs get `_interleaved` (not told apart). A run begun while the one
+    before it was going on holds its own lines from its begin: so its number `_seg` - 1 is that run."""
+    runs = runs.with_columns(pl.lit(False).alias("_interleaved"))
+    if not (runs["_unlogged"] & runs["thread"].is_null()).any():
+        return runs  # (no run began while another was going on on a key without thread: most logs)
+    ev = pl.col("event")
+    finish, release = ev.is_in(["job_finished", "job_stopped"]), ev == "lock_released"
+    pos = pl.col("_pos")
+    f = runs.with_row_index("_pos")
+    crowded = (
+        f.group_by("_seg")
+        .agg(
+            pl.col("thread").first().is_null().alias("_bare"),
+            pl.col("_unlogged").filter(~pl.col("_orphan")).first().fill_null(False).alias("_cut"),
+            pos.filter(finish).sort().slice(1, 1).first().alias("_f2"),
+            pos.filter(release).sort().slice(1, 1).first().alias("_r2"),
+        )
+        .filter(
+            pl.col("_bare") & pl.col("_cut") & (pl.col("_f2").is_not_null() | pl.col("_r2").is_not_null())
+        )
+        .select("_seg", pl.coalesce("_f2", "_r2").alias("_from"))
+    )
+    if not crowded.height:
+        return runs
+    f = f.join(crowded, on="_seg", how="left", maintain_order="left")
+    back = (pos >= pl.col("_from")).fill_null(False)
+    hit = pl.col("_from").is_not_null()
+    prev = pl.col("_seg").is_in((crowded["_seg"] - 1).implode())
+    return f.with_columns(
+        pl.when(back).then(pl.col("_seg") - 1).otherwise(pl.col("_seg")).alias("_seg"),
+        (pl.col("_unlogged") & ~hit).alias("_unlogged"),
+        (hit | prev).alias("_interleaved"),
+    ).drop("_pos", "_from")
+
+
 def _segments(runs: pl.DataFrame, base: list[str]) -> pl.DataFrame:
     """One row per run: its key, first moment, how it ended, its lease's owner and token, its number
     `_n` in time order per base key (threads share the numbering: `#n` is unique on the base key)."""
@@ -342,6 +426,7 @@ def _segments(runs: pl.DataFrame, base: list[str]) -> pl.DataFrame:
             pl.col("owner").filter(ev == "lock_acquired").first().alias("_owner"),
             pl.col("fencing_token").filter(ev == "lock_acquired").first().alias("_token"),
             pl.col("t").filter(ev == "lock_acquired").min().alias("_t_acq"),
+            pl.col("_interleaved").any().alias("_interleaved"),
         )
         .sort(*base, "thread", "_t0", "_seq0", nulls_last=False)
     )
@@ -354,7 +439,7 @@ def _segments(runs: pl.DataFrame, base: list[str]) -> pl.DataFrame:
         & pl.col("_cut_before")
         & ((pl.col("_n_end") > 1) | (pl.col("_n_release") > 1))
     )
-    seg = seg.with_columns(crowded.alias("_untold")).with_columns(
+    seg = seg.with_columns((crowded | pl.col("_interleaved")).alias("_untold")).with_columns(
         (pl.col("_untold") | (same_key & pl.col("_untold").shift(-1)).fill_null(False)).alias("_untold"),
         (same_key & pl.col("_cut_before").shift(-1)).fill_null(False).alias("_end_unlogged"),
     )
@@ -432,6 +517,15 @@ def identity_notes(remarks: pl.DataFrame) -> list[str]:
             f"{untold.height} run(s) logged with no execution id and no thread, their lines interleaved "
             f"with another run's on the same pod (e.g. {ex['execution_id']}): the logs cannot tell these "
             "runs apart, and what depends on them is uncertain (log an execution id or the thread)"
+        )
+    untold_id = remarks.filter(pl.col("kind") == "untold_id")
+    if untold_id.height:
+        ex = untold_id.row(0, named=True)
+        notes.append(
+            f"{untold_id.height} run(s) logged under one execution id and with no thread, their lines "
+            f"interleaved with another run's under the same id on the same pod (e.g. {ex['execution_id']}): "
+            "the logs cannot tell these runs apart, and what depends on them is uncertain (log a unique "
+            "execution id per run, or the thread)"
         )
     unlogged = remarks.filter(pl.col("kind") == "unlogged")
     if unlogged.height:

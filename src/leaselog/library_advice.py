@@ -39,7 +39,8 @@ _REGISTRY = (
     "expireAfter above the longest run. Its acquired line's lockedAt is stale: leaselog takes the line's time."
 )
 
-# (rule label prefix, advice) for findings that say a lease's renewals went unlogged
+# (rule label prefix, advice) for findings about a lease whose renewals went unlogged (their details'
+# `renewalsUnlogged`: LL101, LL102)
 _UNLOGGED_ADVICE = (
     (
         "k8s-leader-election/",
@@ -47,7 +48,6 @@ _UNLOGGED_ADVICE = (
         "lease lapsed.",
     ),
 )
-_UNLOGGED_SAYS = "renewals are not logged"
 
 _NO_TTL = (
     " {library} never logs its lease length, and no --lease-ttl was given: whether and for how long a run "
@@ -96,6 +96,8 @@ def library_advice(
     if not any(any(lbl.startswith(p) for p in prefixes for lbl in s) for s in labels.values()):
         return findings
     message = findings["message"].to_list()
+    flag = pl.col("details").str.json_path_match("$.renewalsUnlogged") == "true"
+    unlogged = findings.select(flag.fill_null(False))["details"].to_list()
     for i, (job, kind) in enumerate(findings.select("job_id", "kind").iter_rows()):
         seen = labels.get(job)
         if not seen:
@@ -103,7 +105,7 @@ def library_advice(
         for prefix, kinds, advice in _ADVICE:
             if kind in kinds and any(lbl.startswith(prefix) for lbl in seen) and advice not in message[i]:
                 message[i] += advice
-        if _UNLOGGED_SAYS in message[i]:
+        if unlogged[i]:
             for prefix, advice in _UNLOGGED_ADVICE:
                 if any(lbl.startswith(prefix) for lbl in seen) and advice not in message[i]:
                     message[i] += advice

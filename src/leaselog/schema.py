@@ -120,7 +120,8 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "execution_from",
             _S,
             "how it was identified: id, id+pod, id+sequence, pod+thread+sequence, pod+sequence, or "
-            "`pod+sequence (runs not told apart)` when the logs cannot tell its lines from another run's",
+            "`pod+sequence (runs not told apart)` (`id+sequence (runs not told apart)`: an id two runs "
+            "share) when the logs cannot tell its lines from another run's",
         ),
         ("clock", _S, "clock of its first event: wall, elapsed or order"),
         ("first_seen", _T, "time of its first line"),

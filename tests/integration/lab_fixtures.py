@@ -186,6 +186,13 @@ FIXTURES = [
         ),
     ),
     Fixture(
+        "two-threads-klog",
+        "two scheduler threads of one pod run the job at once, rendered as klog (no thread) without "
+        "execution ids: the first run was read as crashed, its overlap, zombie and stale release missed",
+        _kept("two-threads-klog"),  # run 6 of campaign seed 2043
+        kept=True,
+    ),
+    Fixture(
         "retry-spacing-interval",
         "A's renewals fail during an ACL network cut and are retried every 306 ms; C, a later healthy "
         "execution, renews on its 625 ms schedule and gets renewal_gap warnings (the 306 ms retry spacing "

@@ -35,6 +35,7 @@ PASSING = {
     "timeout-within-lease",
     "trigger-after-scheduler",
     "trigger-before-acquire",
+    "two-threads-klog",
     "wait-then-acquire",
 }
 
@@ -72,6 +73,22 @@ def test_the_kept_run_scores_clean(fx: Fixture, tmp_path: Path) -> None:
         if i.status in ("missed", "false", "figure_error")
     ]
     assert bad == []
+
+
+def test_runs_no_thread_tells_apart_score_clean_without_ids(tmp_path: Path) -> None:
+    """Two threads of one pod at once, in klog without ids: the overlap is read right (certain: both
+    runs lived at once), what hangs on which line is whose is said to be uncertain, and the scorer takes
+    that as undecided, not as a miss or a false finding."""
+    folder = ROOT / "two-threads-klog"
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    rs, doc = score_run(folder, truth, "klog", tmp_path, ids=False)
+    status = {(i.status, i.kind) for i in rs.items}
+    assert not [i for i in rs.items if i.status in ("missed", "false", "figure_error")], rs.items
+    assert ("found", "overlapping_executions") in status
+    assert ("undecided", "lease_outlived") in status
+    assert any("cannot tell these runs apart" in n for n in doc["notes"])
+    overlap = [f for f in doc["findings"] if f["kind"] == "overlapping_executions"]
+    assert [(f["certainty"], f["severity"]) for f in overlap] == [("certain", "error")]
 
 
 # (fixture, shape) pairs whose defect was a log shape read differently from the flat logs

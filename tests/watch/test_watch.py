@@ -18,6 +18,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import polars as pl
 import pytest
 from watch_helpers import final_findings, last_lines, normalised
 
@@ -397,4 +398,38 @@ def test_malformed_lines_are_counted_and_located_as_analyze_does(tmp_path: Path)
     assert w.state.lines["malformed"] == a.line_totals()["malformed"] == 2
     assert w.state.rejected_lines().rows() == a.malformed.rows()
     assert [r[1] for r in a.malformed.rows()] == [4, 6]
+    w.finish()
+
+
+def test_an_execution_keeps_its_number_after_its_job_is_forgotten(tmp_path: Path) -> None:
+    """Runs without ids are named `job@pod#n`: a job forgotten (its runs ended long ago) and then run
+    again on the same pod numbers the new run after the forgotten ones, so a name written in a finding
+    never comes to mean another execution."""
+    t0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+    f = tmp_path / "pod-a.jsonl"
+
+    def run(job: str, at: datetime, seconds: int = 5) -> bytes:
+        out = _line(at, jobId=job, pod="pod-a", event="lock_acquired", leaseMs=10_000)
+        out += _line(at, jobId=job, pod="pod-a", event="job_started")
+        out += _line(
+            at + timedelta(seconds=seconds), jobId=job, pod="pod-a", event="job_finished", status="ok"
+        )
+        return out + _line(at + timedelta(seconds=seconds), jobId=job, pod="pod-a", event="lock_released")
+
+    # five runs: 20 lines, enough for the input's format to be fixed (the head is not read again)
+    f.write_bytes(b"".join(run("report-1", t0 + timedelta(seconds=10 * i)) for i in range(5)))
+    out = io.BytesIO()
+    w = watcher([str(tmp_path)], out, forget_after_ms=60_000)
+    w.tick()
+    assert sorted(w.execs["execution_id"].to_list()) == [f"report-1@pod-a#{n}" for n in range(1, 6)]
+    with f.open("ab") as fh:  # another job, five minutes on: report-1 is forgotten
+        fh.write(run("other-2", t0 + timedelta(minutes=5)))
+    w.tick()
+    w._forget()
+    assert w.state.forgotten_jobs == 1 and "report-1" not in set(w.execs["job_id"].to_list())
+    with f.open("ab") as fh:  # report-1 runs again on pod-a
+        fh.write(run("report-1", t0 + timedelta(minutes=6)))
+    w.tick()
+    got = w.execs.filter(pl.col("job_id") == "report-1")["execution_id"].to_list()
+    assert got == ["report-1@pod-a#6"]
     w.finish()

@@ -203,6 +203,8 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                     bound,
                     leasesOverlapped=pl.col("leases_overlapped"),
                     openEnded=(pl.col("end_kind") == "open").fill_null(False),
+                    # the earlier lease's renewals went unlogged: its end is bounded by this acquisition
+                    renewalsUnlogged=(pl.col("lease_end") == UNLOGGED).fill_null(False),
                 )
             )
         ).alias("details"),

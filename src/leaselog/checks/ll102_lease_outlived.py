@@ -97,6 +97,8 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         "ttlMs": pl.col("ttl_ms"),
         "runtimeMs": pl.col("runtime_ms"),
         "openEnded": (pl.col("end_kind") == "open").fill_null(False),
+        # its renewals went unlogged: the zombie time is a lower bound (zombieAtMostMs the upper one)
+        "renewalsUnlogged": (pl.col("lease_end") == UNLOGGED).fill_null(False),
     }
     # a release that deleted the key after the logged expiry: Redis says the lease still held then, the
     # clock says it had expired (leaselog.checks.causal): the logs disagree, nothing is proven (a lease

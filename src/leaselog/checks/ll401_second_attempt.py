@@ -303,6 +303,8 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     after = pl.when(since >= 0).then(since)
     fields = {
         "attemptNumber": pl.col("earlier_attempts") + 1,
+        # the earlier lease's renewals went unlogged: when it lapsed is bounded by this acquisition only
+        "renewalsUnlogged": (pl.col("lease_end") == UNLOGGED).fill_null(False),
         "sameMessage": pl.col("same_message"),
         "missingFields": pl.when(pl.col("trigger_path") == "unknown")
         .then(pl.col("missing"))

@@ -11,7 +11,8 @@ roughly the remaining lease plus the time until the next attempt is triggered.
 Measured: `durationMs` is the takeover latency from the crashed execution's lease expiry to the next
 acquisition; the latency from its last line goes in `details.fromLastLineMs` and is the one compared
 with the target. An open execution with no takeover is reported only when the logs go on past its
-lease expiry (otherwise the log window simply ended mid-job).
+lease expiry (otherwise the log window simply ended mid-job). An execution whose last line came after its
+lease had expired ran on as a zombie first (lease_outlived): the message says the crash lost no lease.
 """
 
 from __future__ import annotations
@@ -195,11 +196,19 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     out: list[str] = []
     for r in rows.iter_rows(named=True):
         ck = r["clock"]
-        head = (
+        ends = (
             f"{r['execution_id']} ({r['pod']})'s log of {r['job_id']} ends at {when(r['last_seen'], ck)} with no "
-            f"finish, stop or release: it crashed (or its log was cut) holding a lease valid until "
-            f"{when(r['valid_until'], ck)}."
+            "finish, stop or release: it crashed (or its log was cut)"
         )
+        expired = r["valid_until"] is not None and r["last_seen"] > r["valid_until"]
+        if expired:
+            # it ran on as a zombie first (lease_outlived): the crash took no lease with it
+            head = (
+                f"{ends} after its lease had expired at {when(r['valid_until'], ck)}: it ran on without the "
+                "lock (see lease_outlived), and the crash lost no lease, the key was free from that expiry."
+            )
+        else:
+            head = f"{ends} holding a lease valid until {when(r['valid_until'], ck)}."
         if r["taker"] is None:
             out.append(
                 f"{head} No other execution acquired the key in these logs, which go on until "

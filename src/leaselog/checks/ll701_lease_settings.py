@@ -84,6 +84,7 @@ def partial(ctx: CheckContext) -> Partial:
         *_KEYS,
         "first_seq",
         "execution_id",
+        "execution_from",
         "pod",
         "runtime_ms",
         "outlived",
@@ -96,11 +97,14 @@ def partial(ctx: CheckContext) -> Partial:
         "acquired_line",
     ).collect()
     renewals = (
-        ctx.renewals.join(ex.select(*EXEC_KEYS, *_KEYS, "lease_end").collect(), on=EXEC_KEYS, how="inner")
+        ctx.renewals.join(
+            ex.select(*EXEC_KEYS, *_KEYS, "lease_end", "execution_from").collect(), on=EXEC_KEYS, how="inner"
+        )
         .select(
             *_KEYS,
             "seq",
             "execution_id",
+            "execution_from",
             "latency_ms",
             # the spacing of renewals the library does not log (only their failures) is no spacing
             pl.when(pl.col("lease_end") != UNLOGGED).then(pl.col("gap_ms")).alias("gap_ms"),
@@ -158,6 +162,7 @@ def lease_stats(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame
         pl.col("runtime_ms").max().alias("max_runtime"),
         pl.col("outlived").sum().alias("outlived"),
         pl.col("execution_id").filter(pl.col("outlived")).head(MAX_IDS).alias("outlived_ids"),
+        pl.col("execution_from").filter(pl.col("outlived")).head(MAX_IDS).alias("outlived_from"),
         pl.col("pod").unique(maintain_order=True).alias("pods"),
         pl.col("start_file").sort_by("runtime_ms").last().alias("longest_file"),
         pl.col("start_line").sort_by("runtime_ms").last().alias("longest_start_line"),
@@ -177,11 +182,11 @@ def lease_stats(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame
         ((pl.col("renewal_outcome") != "success") | pl.col("late")).sum().alias("renewal_failures"),
         pl.col("file").sort_by("gap_ms").last().alias("gap_file"),
         pl.col("line").sort_by("gap_ms").last().alias("gap_line"),
-        pl.col("execution_id")
+        pl.struct("execution_id", "execution_from")
         .filter((pl.col("renewal_outcome") != "success") | pl.col("late"))
         .unique(maintain_order=True)
         .head(MAX_IDS)
-        .alias("failed_ids"),
+        .alias("failed"),
     )
     sd = (
         _concat(partials, "stops")
@@ -243,7 +248,12 @@ def _figures(r: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """A speaking row's suggestion, execution ids, evidence and details."""
     lease = nice_ceil_ms(max(t for t, _ in _terms(r)))
     max_rt = nice_ceil_ms(1.5 * (r["p99"] or 0.0))
-    ids = list(dict.fromkeys([*(r["outlived_ids"] or []), *(r["failed_ids"] or [])]))[:MAX_IDS]
+    named = [
+        *zip(r["outlived_ids"] or [], r["outlived_from"] or [], strict=True),
+        *((f["execution_id"], f["execution_from"]) for f in r["failed"] or []),
+    ]
+    how = dict(reversed(named))  # (the first one named wins)
+    ids = list(dict.fromkeys(i for i, _ in named))[:MAX_IDS]
     evidence = [
         *ev(r["longest_file"], r["longest_start_line"], "longest run starts"),
         *ev(r["longest_last_file"], r["longest_end_line"], "longest run ends"),
@@ -263,6 +273,9 @@ def _figures(r: dict[str, Any], settings: Settings) -> dict[str, Any]:
         "longestStopMs": r["stop_max"],
         "suggested": {"renewalIntervalMs": r["interval"], "leaseMs": lease, "maxRuntimeMs": max_rt},
     }
+    # how each execution named was identified, where one was not by its own id (as every finding says)
+    if any(how[i] != "id" for i in ids):
+        details["executionFrom"] = [how[i] for i in ids]
     return {
         "ids": ids,
         "evidence": [{"file": e.file, "line": e.line, "note": e.note} for e in dict.fromkeys(evidence)],

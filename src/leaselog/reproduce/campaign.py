@@ -37,12 +37,14 @@ from leaselog.reproduce.plan import Plan, plan_from_dict
 from leaselog.reproduce.rows import without_ids, without_threads
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
+from leaselog.reproduce.undecided import indistinct_pods
 
 ProgressFn = Callable[[str], None]
 COLUMNS = (
     "runs",
     "expected",
     "found",
+    "undecided",
     "missed",
     "false",
     "uncertain",
@@ -223,7 +225,7 @@ def score_run(
         rows_for(folder, ids), shape, (work or folder) / (shape if ids else f"{shape}-no-ids")
     )
     doc, named, _n = judged(paths, truth)
-    return score(truth, named), doc
+    return score(truth, named, indistinct_pods(truth, shape, ids)), doc
 
 
 def score_folder(
@@ -296,8 +298,10 @@ class Campaign:
                 c = rows.setdefault(kind, Counter())
                 c["runs"] += 1
                 found, missed = s.count("found")[kind], s.count("missed")[kind]
-                c["expected"] += found + missed
+                undecided = s.count("undecided")[kind]
+                c["expected"] += found + missed + undecided
                 c["found"] += found
+                c["undecided"] += undecided
                 c["missed"] += missed
                 c["false"] += s.count("false")[kind]
                 c["uncertain"] += s.uncertain[kind]
@@ -328,7 +332,7 @@ class Campaign:
         t = [r for r in self.table(ids, run_kind) if not r["kind"].startswith("differential")]
         sums = {
             c: sum(int(r[c]) for r in t)
-            for c in ("expected", "found", "missed", "false", "figure_errors", "unchecked")
+            for c in ("expected", "found", "undecided", "missed", "false", "figure_errors", "unchecked")
         }
         scores = [r.score if ids else r.score_no_ids for r in results]
         sums["stepAllowed"] = sum(

@@ -28,7 +28,16 @@ import redis
 from leaselog.reproduce.failover import LockPair, primary_key, with_lab_faults
 from leaselog.reproduce.layouts import with_layout
 from leaselog.reproduce.plan import Plan, PodPlan
-from leaselog.reproduce.pod import GROUP, keys, marker, mono_ms, signal_list
+from leaselog.reproduce.pod import (
+    GROUP,
+    delete_run_keys,
+    keys,
+    marker,
+    mono_ms,
+    read_moments,
+    signal_list,
+    stop_pods,
+)
 from leaselog.reproduce.server import RedisTarget, ReproduceError
 from leaselog.reproduce.shapes import SHAPES
 
@@ -416,14 +425,7 @@ class _Run:
             act()
 
     def cleanup(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                for sig in (signal.SIGCONT, signal.SIGKILL):
-                    try:
-                        os.kill(p.pid, sig)
-                    except ProcessLookupError:
-                        break
-                p.wait(timeout=10)
+        stop_pods(self.procs.values())
         if self.pair is not None:
             self.pair.close()
         try:
@@ -431,18 +433,12 @@ class _Run:
                 if self.plan.fault == "netcut":
                     self.client.acl_deluser(self.acl_user)
             if not self.target.throwaway:
-                stale = list(self.client.scan_iter(match=f"{self.prefix}:*", count=500))
-                if stale:
-                    self.client.delete(*stale)
+                delete_run_keys(self.client, self.prefix)
         finally:
             self.client.close()
 
     def moments(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for f in sorted(self.scratch.glob("*.truth.jsonl")):
-            pod = f.name.removesuffix(".truth.jsonl")
-            out[pod] = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
-        return out
+        return read_moments(self.scratch)
 
 
 def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:

@@ -5,11 +5,17 @@ the monotonic clock, and the pod's log writer (`PodLog`: the log leaselog reads 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import redis
 
 # Owner-checked release (the article's Java demo, as Lua): delete only our own lease.
 RELEASE_LUA = """
@@ -112,6 +118,34 @@ def marker(prefix: str, name: str) -> str:
 
 def signal_list(prefix: str, name: str) -> str:
     return f"{prefix}:signal:{name}"
+
+
+def stop_pods(procs: Iterable[subprocess.Popen[bytes]]) -> None:
+    """Kill every pod still running; a paused pod cannot die of SIGTERM, so it is woken first."""
+    for p in procs:
+        if p.poll() is None:
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(p.pid, sig)
+                except ProcessLookupError:
+                    break
+            p.wait(timeout=10)
+
+
+def delete_run_keys(client: redis.Redis, prefix: str) -> None:
+    """On a user's server: remove exactly the keys of this run (those under its prefix)."""
+    stale = list(client.scan_iter(match=f"{prefix}:*", count=500))
+    if stale:
+        client.delete(*stale)
+
+
+def read_moments(scratch: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each pod's ground-truth moments (`<pod>.truth.jsonl` in the run's scratch folder), by pod."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sorted(scratch.glob("*.truth.jsonl")):
+        pod = f.name.removesuffix(".truth.jsonl")
+        out[pod] = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return out
 
 
 def iso_ms(wall_ns: int) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import redis
 
 from leaselog.reproduce.options import ReproduceOptions
-from leaselog.reproduce.pod import GROUP, keys, mono_ms, signal_list
+from leaselog.reproduce.pod import GROUP, delete_run_keys, keys, mono_ms, read_moments, signal_list, stop_pods
 from leaselog.reproduce.server import RedisTarget, ReproduceError, redis_target
 from leaselog.reproduce.truth import measure
 
@@ -199,32 +199,15 @@ class _Harness:
         return m
 
     def cleanup(self) -> None:
-        for p in self.procs.values():
-            if p.poll() is None:
-                # a paused pod cannot die of SIGTERM; wake it, then kill it
-                for sig in (signal.SIGCONT, signal.SIGKILL):
-                    try:
-                        os.kill(p.pid, sig)
-                    except ProcessLookupError:
-                        break
-                p.wait(timeout=10)
+        stop_pods(self.procs.values())
         try:
             if not self.target.throwaway:
-                # a user's server: remove exactly the keys of this run
-                stale = list(self.client.scan_iter(match=f"{self.prefix}:*", count=500))
-                if stale:
-                    self.client.delete(*stale)
+                delete_run_keys(self.client, self.prefix)
         finally:
             self.client.close()
 
     def moments(self) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        for f in sorted(self.scratch.glob("*.truth.jsonl")):
-            pod = f.name.removesuffix(".truth.jsonl")
-            out[pod] = [
-                json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()
-            ]
-        return out
+        return read_moments(self.scratch)
 
 
 # -- the scenarios --------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
 - expected (a miss when absent): overlapping_executions per pair of executions whose true [start, end]
   intersect; lease_outlived per execution that ran past its lease's true expiry (a late renewal success
   counts: Redis did extend the lease); renewal_failed per execution with a rejected, timed-out or errored
-  renewal; stop_delayed per confirmed stop slower than the stop target by more than 50 ms; a stop finding other than stop_delayed (`stop_not_honoured` below)
-  per stop requested and never honoured; stale_release per release that deleted nothing; duplicate_effect
+  renewal; stop_delayed per confirmed stop slower than the target by more than 50 ms; a stop finding but
+  stop_delayed per stop never honoured; stale_release per release that deleted nothing; duplicate_effect
   per job with two accepted completions; crash_takeover per crashed execution taken over; second_attempt
   per execution that acquired after another had, with the true trigger path.
   An expected overlap or zombie no longer than the figure tolerance is optional: the logs' timestamps
@@ -49,6 +49,7 @@ from itertools import pairwise
 from typing import Any
 
 from leaselog.reproduce.identity import clock_steps, run_name
+from leaselog.reproduce.undecided import UNDECIDED, says_undecided
 
 STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
 MAX_SKEW_MS = 250.0  # leaselog's default --max-skew
@@ -127,7 +128,7 @@ class Item:
     """One scored thing: an expectation (found / missed / optional) or a finding (false / tolerated)."""
 
     kind: str
-    status: str  # found | missed | optional | unchecked | false | tolerated | figure_error | step_allowed
+    status: str  # found|missed|optional|unchecked|false|tolerated|figure_error|step_allowed|undecided
     execution_ids: list[str]
     why: str
     truth: Any = None
@@ -460,17 +461,13 @@ def _renewal_trouble(a: Attempt, truth: dict[str, Any]) -> str | None:
     return None
 
 
-def is_stop_kind(kind: str) -> bool:
-    """A finding that reports a stop never honoured: any stop finding but stop_delayed (whatever a check
-    calls it), or an ownership loss left unhandled."""
-    return (kind.startswith("stop_") and kind != "stop_delayed") or kind == "ownership_loss_unhandled"
-
-
 def _matches(e: Expected, f: dict[str, Any], job: str) -> bool:
     ids = list(f.get("executionIds") or [])
     k = f["kind"]
     if e.kind == NOT_HONOURED:
-        return is_stop_kind(k) and e.eids[0] in ids
+        # a stop never honoured: any stop finding but stop_delayed, or an ownership loss left unhandled
+        stop = (k.startswith("stop_") and k != "stop_delayed") or k == "ownership_loss_unhandled"
+        return stop and e.eids[0] in ids
     if k != e.kind:
         return False
     if k in ("overlapping_executions", "concurrent_leases"):
@@ -487,8 +484,9 @@ def _matches(e: Expected, f: dict[str, Any], job: str) -> bool:
     return e.eids[0] in ids
 
 
-def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
-    """Score leaselog's JSON document (`leaselog.document(a)` / `analyze --json`) against the truth."""
+def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str] = frozenset()) -> RunScore:
+    """Score leaselog's JSON document (`leaselog.document(a)` / `analyze --json`) against the truth;
+    `indistinct`: the pods whose runs the rendering cannot tell apart (undecided.py)."""
     job = truth["job"]
     tol, bound = tolerance(truth), skew_bound(truth)
     findings = [f for f in doc["findings"] if f.get("jobId") in (job, None)]
@@ -514,6 +512,11 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
             rs.items.append(Item(e.kind, status, list(e.eids), "expected", truth_fig or e.trigger))
             continue
         got = [findings[i] for i in hits]
+        if all(says_undecided(f, indistinct) for f in got):  # "cannot tell", where the logs cannot: undecided
+            rs.items.append(
+                Item(e.kind, "undecided", list(e.eids), UNDECIDED, e.figure, got[0].get("durationMs"))
+            )
+            continue
         figs = [f["durationMs"] for f in got if f.get("durationMs") is not None]
         best = min(figs, key=lambda x: abs(x - (e.figure or 0.0)), default=None)
         trig = sorted({str(f.get("trigger")) for f in got})
@@ -552,7 +555,7 @@ def score(truth: dict[str, Any], doc: dict[str, Any]) -> RunScore:
     for i, f in enumerate(findings):
         if i in used:
             continue
-        reason = _tolerated(f, truth, ats)
+        reason = UNDECIDED if says_undecided(f, indistinct) else _tolerated(f, truth, ats)
         if reason is not None:
             rs.items.append(Item(f["kind"], "tolerated", list(f.get("executionIds") or []), reason))
         elif f.get("severity") in ("warning", "error"):

@@ -29,7 +29,7 @@ from leaselog.caveats import identity_caveats
 from leaselog.checks import REGISTRY, CheckContext, run_checks
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events, compact
-from leaselog.execution_runs import identify_executions
+from leaselog.execution_runs import GIVEN_SCHEMA, identify_executions
 from leaselog.findings import Finding, enforce_invariants, records
 from leaselog.library_advice import library_advice
 from leaselog.reading.library_lines import settle_library_rows
@@ -77,6 +77,8 @@ class LiveState:
         self.settings = settings
         self.mapper = FieldMapper(settings)
         self.forget_after_ms = forget_after_ms
+        # per job and pod, the highest run number `job@pod#n` of forgotten runs (numbered after, from then)
+        self.given = pl.DataFrame(schema=GIVEN_SCHEMA)
         self.inputs: dict[tuple[int, int], InputState] = {}  # (tail index, generation)
         self._frames: list[pl.DataFrame] = []
         self._raw: pl.DataFrame = EMPTY_RAW
@@ -186,7 +188,7 @@ class LiveState:
             rank = {i: n for n, i in enumerate(sorted(keys, key=lambda i: keys[i]))}
             raw = raw.with_columns(pl.col("file_index").replace_strict(rank, return_dtype=pl.Int64))
         built = build_events(raw, None, self.settings)
-        events = identify_executions(compact(built.events.get_columns()))[0]
+        events = identify_executions(compact(built.events.get_columns()), self.given)[0]
         executions, leases, renewals = reconstruct(events, self.settings)
         ctx = CheckContext(
             events=events, executions=executions, leases=leases, renewals=renewals, settings=self.settings
@@ -236,9 +238,32 @@ class LiveState:
             "job_id"
         ].to_list()
         if old:
+            self._remember_numbers(executions.filter(pl.col("job_id").is_in(old)))
             self._raw = self.raw().filter(~pl.col("job_id").is_in(old))
             self.forgotten_jobs += len(old)
         return set(old)
+
+    def _remember_numbers(self, executions: pl.DataFrame) -> None:
+        """The numbers `job@pod#n` given to the runs of jobs about to be forgotten: a later run of the job
+        on that pod is numbered after them, so an execution's name means one execution for the watch's
+        lifetime."""
+        name = pl.col("execution_id")
+        prefix = (
+            pl.when(pl.col("pod").is_null())
+            .then(pl.format("{}#", pl.col("job_id")))
+            .otherwise(pl.format("{}@{}#", pl.col("job_id"), pl.col("pod")))
+        )
+        numbers = executions.filter(name.str.starts_with(prefix)).select(
+            "job_id",
+            "pod",
+            name.str.slice(prefix.str.len_chars()).cast(pl.Int64, strict=False).alias("_given"),
+        )
+        self.given = (
+            pl.concat([self.given, numbers.cast(GIVEN_SCHEMA)])  # type: ignore[arg-type]
+            .group_by("job_id", "pod")
+            .agg(pl.col("_given").max())
+            .drop_nulls("_given")
+        )
 
     @property
     def rows(self) -> int:
