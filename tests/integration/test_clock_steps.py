@@ -198,3 +198,45 @@ def test_a_rendering_sorted_by_time_without_a_step_shows_none(
     assert not [f for f in got.finding_list if f.kind == "clock_step"]
     assert not got.events["clock_step_ms"].is_not_null().any()
     _same_figures(got.finding_list, want.finding_list)
+
+
+LAB = Path(__file__).resolve().parents[1] / "fixtures" / "lab" / "denied-then-takeover"
+
+
+def _offset(logs: list[Path], pod_log: Path, offset_ms: int, out: Path, *, ids: bool = True) -> Path:
+    """The run's logs with every timestamp of `pod_log` moved by `offset_ms`: a clock that stepped before
+    the pod's first lease line, or runs off by that much all along."""
+    return _stepped(logs, pod_log, 1, offset_ms, out, ids=ids)
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
+def test_a_clock_behind_all_along_shows_in_a_denial_and_makes_no_confident_two_leases(
+    ids: bool, tmp_path: Path
+) -> None:
+    # a real run: pod-a is killed 400 ms into its lease; pod-b, turned away by the lock 150 ms after pod-a
+    # acquired, waits and takes the key over once pod-a's lease expired
+    logs = sorted(LAB.glob("pod-*.jsonl"))
+    clean = leaselog.analyze(_offset(logs, logs[1], 0, tmp_path / "clean", ids=ids))
+    kinds = {f.kind for f in clean.finding_list}
+    assert not kinds & {"clock_step", "clock_contradiction", "concurrent_leases"}, kinds
+    # pod-b's clock 1 s behind: its takeover is logged 0.87 s inside pod-a's lease, its denial 0.85 s before
+    # pod-a's acquisition (the only holder: token 1)
+    behind = leaselog.analyze(_offset(logs, logs[1], -1000, tmp_path / "behind", ids=ids))
+    found = {f.kind: f for f in behind.finding_list}
+    said = found["clock_contradiction"]
+    assert said.pods == ("pod-a", "pod-b") and said.certainty == "uncertain" and said.severity == "warning"
+    assert said.duration_ms is not None and 800 < said.duration_ms < 900, said.duration_ms
+    assert "is turned away by the lock" in said.message
+    # what is left of two leases at once after the proven offset is within the skew bound: not proven
+    both = found["concurrent_leases"]
+    assert (both.severity, both.certainty) == ("warning", "uncertain"), both.message
+    assert "runs at least" in both.message and "behind pod-a's" in both.message
+    assert found["second_attempt"].certainty == "uncertain"
+    assert found["crash_takeover"].certainty == "uncertain"
+    assert not [f for f in behind.finding_list if f.severity == "error"], [
+        f.message for f in behind.finding_list
+    ]
+    # pod-b's clock ahead instead: its denial falls inside pod-a's lease, its takeover later: nothing to say
+    ahead = leaselog.analyze(_offset(logs, logs[1], 1000, tmp_path / "ahead", ids=ids))
+    kinds = {f.kind for f in ahead.finding_list}
+    assert not kinds & {"clock_step", "clock_contradiction", "concurrent_leases"}, kinds

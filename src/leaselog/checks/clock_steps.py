@@ -78,7 +78,7 @@ def _ms(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds() / 1000
 
 
-def _nothing_to_see(events: pl.DataFrame) -> bool:
+def _nothing_to_see(events: pl.DataFrame, jitter_ms: float) -> bool:
     """True when no line can show a step, found without sorting: no step was undone (`clock_step_ms` all
     null) and, the events being in `seq` order, no file's lines come out of line order (build_events puts a
     file's lines in time order, so its time never runs back in line order). Most inputs."""
@@ -87,7 +87,22 @@ def _nothing_to_see(events: pl.DataFrame) -> bool:
     if not events["seq"].is_sorted():
         return False
     back = (pl.col("file") == pl.col("file").shift(1)) & (pl.col("line") < pl.col("line").shift(1))
-    return not bool(events.select(back.fill_null(False).any()).item())
+    if bool(events.select(back.fill_null(False).any()).item()):
+        return False
+    # elapsed_clock undoes a step it sees within one lane (a thread): one execution whose lines span two
+    # threads (its work and its renewals) can show a step only across them. Its wall clock less its
+    # elapsedMs (the moment elapsedMs counts from) stays put within the jitter unless its clock stepped
+    origin = (pl.col("t").dt.epoch("us") / 1000 - pl.col("elapsed_ms")).alias("_origin")
+    spread = (
+        events.lazy()
+        .filter(pl.col("elapsed_ms").is_not_null() & (pl.col("clock") == "wall"))
+        .group_by("job_id", "pod", "file", "execution_id")
+        .agg((origin.max() - origin.min()).alias("_spread"))
+        .select(pl.col("_spread").max())
+        .collect()
+        .item()
+    )
+    return spread is None or spread <= jitter_ms
 
 
 def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
@@ -95,7 +110,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     and line order."""
     if not events.height:
         return pl.DataFrame(schema=STEP_COLUMNS)
-    if _nothing_to_see(events):
+    if _nothing_to_see(events, jitter_ms):
         return pl.DataFrame(schema=STEP_COLUMNS)
     # the times as logged: a step inside an execution is undone when the events are built
     # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
