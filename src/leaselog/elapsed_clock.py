@@ -1,8 +1,9 @@
 """Clock steps inside one execution, undone by its own elapsedMs.
 
 An execution that logs `elapsedMs` (a monotonic duration since it began) beside each timestamp carries a
-second clock that never steps. Where two of its consecutive lines (one pod, one file, in line order)
-are further apart on the wall clock than on elapsedMs by more than the logger's jitter
+second clock that never steps. Where two of its consecutive lines (one pod, one file, in the order the pod
+wrote them: line order, or, in a file sorted by time, the order `leaselog.write_order` recovers from
+elapsedMs) are further apart on the wall clock than on elapsedMs by more than the logger's jitter
 (`Settings.clock_jitter_ms`), the wall clock stepped between them by exactly the difference (an NTP
 step, a VM resumed with a stale clock). The lines after the step are then read with it undone: every
 duration within the execution (runtime, renewal gaps, time past the lease) is right whichever side of the
@@ -24,20 +25,9 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["LIFECYCLE", "same_step", "spike", "undo_clock_steps"]
+from leaselog.write_order import LIFECYCLE, write_positions
 
-# the order of a run's lines whatever its clock says (the events that have one): where it starts again in
-# a lane (a release, then a trigger), a new run begins, perhaps in a restarted process whose elapsedMs
-# began again from another origin
-LIFECYCLE: dict[str, int] = {
-    "job_triggered": 0,
-    "lock_denied": 1,
-    "lock_acquired": 1,
-    "job_started": 2,
-    "job_finished": 3,
-    "job_stopped": 3,
-    "lock_released": 4,
-}
+__all__ = ["LIFECYCLE", "same_step", "spike", "undo_clock_steps"]
 
 
 def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
@@ -85,9 +75,10 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.struct("job_id", who.alias("who"), pod, "file_index").hash().alias("_k"),
             pl.struct("job_id", pod, "file_index").hash().alias("_p"),
             pl.struct(pod, "file_index").hash().alias("_f"),
-            "line",
             "t_wall",
             "elapsed_ms",
+            "thread",
+            "event",
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
@@ -99,6 +90,11 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     none = df.with_columns(pl.lit(None, dtype=pl.Float64).alias("clock_step_ms"))
     if not narrow.height or narrow["elapsed_ms"].null_count() == narrow.height:
         return none
+    # `line` from here on: the line's place in the order its pod wrote it (leaselog.write_order: a file
+    # sorted by time is read in its pods' write order; any other file in line order, its rows as read)
+    narrow = write_positions(
+        narrow.with_columns(pl.col("_row").alias("_pos"), pl.col("t_wall").alias("t")), jitter_ms
+    ).select(pl.exclude("_pos", "t", "_sorted", "_w", "thread", "event"), pl.col("_w").alias("line"))
     # an epoch: the pod's lines in the file (of every job) from one elapsedMs origin, in line order (where
     # elapsedMs goes back there, a process restarted, or an execution counts from its own start)
     el = (

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.write_order import time_order
+
 # how an execution was identified (the events' and executions' `identity` code indexes this)
 IDENTITIES: tuple[str, ...] = (
     "id",  # its executionId
@@ -108,6 +110,7 @@ def identify_executions(
         "owner",
         "fencing_token",
         "identity",
+        *(["clock_step_ms"] if "clock_step_ms" in events.columns else []),
     ).with_row_index("_row")
     parts: list[pl.DataFrame] = []
     remarks = none
@@ -186,15 +189,25 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
         # while it runs (the lock never turns its own holder away: another attempt under the same id)
         # (those two also after the line before them in its file's order: a clock stepped back between
         # two lines of one attempt never cuts it)
-        at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line")))
+        at = before_struct(pl.when(pl.col("_own").is_not_null()).then(pl.struct("file", "line", "seq")))
         # (later in the order the file was written: a file listed newest first, a Loki export, numbers
-        # its lines backwards in time)
+        # its lines backwards in time; records of one line, an OTLP batch, come in the order they were
+        # read; a pod's lines sorted by their times, a Loki export or kubectl --prefix, are in no write
+        # order: their time, a step undone by elapsedMs, orders them)
         f = f.join(_newest_first(f), on="file", how="left", maintain_order="left")
+        f = f.join(
+            _by_time(f), on=["file", "pod"], how="left", nulls_equal=True, maintain_order="left"
+        ).with_columns(pl.col("_by_time").fill_null(False))
         ahead = pl.when(pl.col("_newest_first")).then(-pl.col("line")).otherwise(pl.col("line"))
         ahead_at = (
             pl.when(pl.col("_newest_first")).then(-at.struct.field("line")).otherwise(at.struct.field("line"))
         )
-        later = (pl.col("file") != at.struct.field("file")) | (ahead > ahead_at)
+        later = (
+            (pl.col("file") != at.struct.field("file"))
+            | (ahead > ahead_at)
+            | ((pl.col("line") == at.struct.field("line")) & (pl.col("seq") > at.struct.field("seq")))
+            | pl.col("_by_time")
+        )
         cut = (ev.is_in(_BEGINS) & (prev == _END)) | (
             later.fill_null(True)
             & (
@@ -208,7 +221,7 @@ def _states(frame: pl.DataFrame, keys: list[str], *, lenient: bool) -> pl.DataFr
     return f.with_columns(
         begin.cum_sum().cast(pl.Int64).alias("_seg"),
         (cut & running).alias("_unlogged"),
-    ).drop("_ks", "_own", "_prev", "_newest_first", strict=False)
+    ).drop("_ks", "_own", "_prev", "_newest_first", "_by_time", strict=False)
 
 
 def _newest_first(f: pl.DataFrame) -> pl.DataFrame:
@@ -328,6 +341,7 @@ def _runs(
     row, and one row per run (`_segments`), numbered `_n` in time order per base key."""
     cols = dict.fromkeys(
         ["_row", *base, "pod", "thread", "event", "t", "seq", "file", "line", "owner", "fencing_token"]
+        + (["clock_step_ms"] if "clock_step_ms" in frame.columns else [])
     )
     f = frame.select(list(cols))
     keys = [*base, "thread"]
@@ -366,6 +380,26 @@ def _adopt_orphans(runs: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     )
     return runs.with_columns(
         pl.when(pl.col("_orphan") & (last_run >= 0)).then(last_run).otherwise(pl.col("_seg")).alias("_seg")
+    )
+
+
+def _by_time(f: pl.DataFrame) -> pl.DataFrame:
+    """(file, pod, `_by_time`): whether the pod's lines in the file are in the order of their logged times
+    (`leaselog.write_order.time_order`): sorted by time, not written in order."""
+    logged = pl.col("t")
+    if "clock_step_ms" in f.columns:
+        undone = (pl.col("clock_step_ms").fill_null(0.0) * 1000).round(0).cast(pl.Int64)
+        logged = logged + pl.duration(microseconds=undone)
+    x = (
+        f.select("file", "pod", "line", "seq", logged.alias("t"), "event", "thread")
+        .with_columns(pl.struct("file", "pod").alias("_f"))
+        .sort("file", "pod", "line", "seq")
+        .with_row_index("_pos")
+    )
+    return (
+        time_order(x)
+        .join(x.select("_f", "file", "pod").unique("_f"), on="_f")
+        .select("file", "pod", (pl.col("_dir") != 0).alias("_by_time"))
     )
 
 

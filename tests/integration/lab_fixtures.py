@@ -230,6 +230,21 @@ FIXTURES = [
         _kept("late-renewal-success"),  # run 1 of campaign seed 11 (an earlier draw)
         kept=True,
     ),
+    Fixture(
+        "denied-then-takeover",
+        "",  # a case that must stay right: test_clock_steps renders it with pod-b's clock behind
+        # A is SIGKILLed 400 ms in; B, fired 150 ms in, is turned away (lock_denied), waits, and takes the
+        # key over once A's lease has expired: with pod-b's clock behind, its takeover reads as two leases at
+        # once, and its denial as coming before the holder's acquisition
+        _plan(
+            17,
+            "flat",
+            [_a(units=20), PodPlan("B", "retry", 150, "wait", 5, 0)],
+            lease_ms=2000,
+            fault="crash",
+            fault_at_ms=400,
+        ),
+    ),
 ]
 BY_NAME = {f.name: f for f in FIXTURES}
 

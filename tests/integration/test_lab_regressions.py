@@ -20,6 +20,7 @@ from leaselog.reproduce.plan import plan_from_dict
 PASSING = {
     "crash-before-lock",
     "denied-attempt",
+    "denied-then-takeover",
     "gelf-app-host",
     "late-renewal-success",
     "loki-newest-first",

@@ -15,6 +15,11 @@ put the lines after a backward step before the ones they follow. A file written 
 is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
 backwards in line order, or, where they cannot tell, its lines' times mostly do.
 
+A pod's lines in a file sorted by time (a Loki export, `kubectl logs --prefix`) are compared in the order the
+pod wrote them (`leaselog.write_order`, as the events were built): there elapsedMs shows a step, and the
+log never runs backwards in line order. Rows are told apart by that place (one line can hold several
+records: an OTLP batch).
+
 Job-scoped: the lines compared are one thread's on one pod in one file (all of the pod's where no thread is
 named) for a log running backwards, one execution's for elapsedMs. One row per step of the pod's clock: the
 lanes that each show it (overlapping spans, alike in size) count once. A file whose runs' lifecycles go forward in some
@@ -28,6 +33,7 @@ import polars as pl
 
 from leaselog.checks.contract import CheckContext, derived
 from leaselog.elapsed_clock import LIFECYCLE, spike
+from leaselog.write_order import write_positions
 
 # the columns of `clock_steps` (one row per step: the line before it and the first line after it)
 STEP_COLUMNS: dict[str, pl.DataType] = {
@@ -72,7 +78,7 @@ def _ms(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds() / 1000
 
 
-def _nothing_to_see(events: pl.DataFrame) -> bool:
+def _nothing_to_see(events: pl.DataFrame, jitter_ms: float) -> bool:
     """True when no line can show a step, found without sorting: no step was undone (`clock_step_ms` all
     null) and, the events being in `seq` order, no file's lines come out of line order (build_events puts a
     file's lines in time order, so its time never runs back in line order). Most inputs."""
@@ -81,7 +87,22 @@ def _nothing_to_see(events: pl.DataFrame) -> bool:
     if not events["seq"].is_sorted():
         return False
     back = (pl.col("file") == pl.col("file").shift(1)) & (pl.col("line") < pl.col("line").shift(1))
-    return not bool(events.select(back.fill_null(False).any()).item())
+    if bool(events.select(back.fill_null(False).any()).item()):
+        return False
+    # elapsed_clock undoes a step it sees within one lane (a thread): one execution whose lines span two
+    # threads (its work and its renewals) can show a step only across them. Its wall clock less its
+    # elapsedMs (the moment elapsedMs counts from) stays put within the jitter unless its clock stepped
+    origin = (pl.col("t").dt.epoch("us") / 1000 - pl.col("elapsed_ms")).alias("_origin")
+    spread = (
+        events.lazy()
+        .filter(pl.col("elapsed_ms").is_not_null() & (pl.col("clock") == "wall"))
+        .group_by("job_id", "pod", "file", "execution_id")
+        .agg((origin.max() - origin.min()).alias("_spread"))
+        .select(pl.col("_spread").max())
+        .collect()
+        .item()
+    )
+    return spread is None or spread <= jitter_ms
 
 
 def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
@@ -89,7 +110,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     and line order."""
     if not events.height:
         return pl.DataFrame(schema=STEP_COLUMNS)
-    if _nothing_to_see(events):
+    if _nothing_to_see(events, jitter_ms):
         return pl.DataFrame(schema=STEP_COLUMNS)
     # the times as logged: a step inside an execution is undone when the events are built
     # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
@@ -107,6 +128,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "event",
             logged.alias("t"),
             "elapsed_ms",
+            "thread",
             undone.is_not_null().alias("_moved"),
             undone.fill_null(0.0).alias("_undo"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
@@ -114,11 +136,20 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.col("thread").fill_null("").alias("_lane"),
         )
         .with_columns(pl.col("pod").fill_null("").alias("_pod"))
-        .sort([*_GROUP, "line"])
         .collect()
     )
     if not x.height:
         return pl.DataFrame(schema=STEP_COLUMNS)
+    # the order each pod wrote its lines in (leaselog.write_order, as the events were built with): a file
+    # sorted by time is read in its pods' write order, any other in line order (one line's records in the
+    # order they were read: the events' own order)
+    x = (
+        x.with_row_index("_seqi")
+        .sort("file", "line", "_seqi")
+        .with_row_index("_pos")
+        .with_columns(pl.struct("_pod", "file").hash().alias("_f"))
+    )
+    x = write_positions(x, jitter_ms).drop("_seqi", "_pos", "_f", "thread").sort([*_GROUP, "_w"])
     # which way each file runs: one written newest first is read from its end. The lifecycle decides
     # (a run's trigger, acquisition, start, end and release come in that order, whatever the clock says);
     # where it cannot, the times of all the file's lines do
@@ -156,21 +187,26 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     x = (
         x.join(way, on="file", how="left")
         .with_columns(
-            pl.when(pl.col("_reversed")).then(-pl.col("line")).otherwise(pl.col("line")).alias("_ord")
+            # a pod's lines in time order are read in its write order, whichever way the file runs
+            pl.when(pl.col("_reversed").fill_null(False) & ~pl.col("_sorted"))
+            .then(-pl.col("_w"))
+            .otherwise(pl.col("_w"))
+            .alias("_ord")
         )
         .sort([*_GROUP, "_ord"])
     )
     # (a) consecutive lines of one lane (a thread, else an execution) whose time runs backwards, in a
-    # file written in order
+    # file written in order (a pod's lines in time order never run backwards in line order)
     lanes = ["job_id", "_pod", "file", "_lane"]
     back = (
-        x.filter(~pl.col("_unordered").fill_null(False))
+        x.filter(~pl.col("_unordered").fill_null(False) & ~pl.col("_sorted"))
         .sort([*lanes, "_ord"])
         .with_columns(
             _prev("t", lanes).alias("prev_at"),
             _prev("line", lanes).alias("prev_line"),
             _prev("execution_id", lanes).alias("prev_execution_id"),
             _prev("elapsed_ms", lanes).alias("_prev_el"),
+            _prev("_ord", lanes).alias("prev_ord"),
         )
         .with_columns(_ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
         .filter(pl.col("back_ms") > jitter_ms)
@@ -184,6 +220,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             _prev("t", keys).alias("prev_at"),
             _prev("line", keys).alias("prev_line"),
             _prev("elapsed_ms", keys).alias("prev_elapsed_ms"),
+            _prev("_ord", keys).alias("prev_ord"),
         )
         .with_columns(
             (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms")).alias("_del"),
@@ -212,8 +249,8 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(
         spike(keys, jitter_ms).alias("_spike")
     )
-    spikes = e.filter("_spike").select("job_id", "file", "line")
-    back = back.join(spikes, on=["job_id", "file", "line"], how="anti")
+    # (a row is told by its place in write order: one line can hold several records, an OTLP batch)
+    back = back.join(e.filter("_spike").select("_ord"), on="_ord", how="anti")
     exact = (
         e.join(timeline, on=keys, how="semi")
         .filter(pl.col("_off") & ~pl.col("_spike"))
@@ -221,9 +258,11 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "job_id",
             "file",
             "line",
+            "_ord",
             "prev_line",
             "prev_at",
             "prev_elapsed_ms",
+            "prev_ord",
             pl.col("execution_id").alias("prev_execution_id"),
             pl.col("_drift").alias("step_ms"),
             pl.lit(True).alias("exact"),
@@ -233,9 +272,10 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # the pod, across its runs), the step is where the correction changes
     pod_lines = ["job_id", "_pod", "file"]
     moved = (
-        x.sort([*pod_lines, "line"])
+        x.sort([*pod_lines, "_w"])
         .with_columns(
             _prev("line", pod_lines).alias("prev_line"),
+            _prev("_ord", pod_lines).alias("prev_ord"),
             _prev("t", pod_lines).alias("prev_at"),
             _prev("elapsed_ms", pod_lines).alias("prev_elapsed_ms"),
             _prev("execution_id", pod_lines).alias("prev_execution_id"),
@@ -246,38 +286,38 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "job_id",
             "file",
             "line",
+            "_ord",
             "prev_line",
             "prev_at",
             "prev_elapsed_ms",
+            "prev_ord",
             "prev_execution_id",
             "step_ms",
             pl.lit(True).alias("exact"),
         )
     )
-    exact = pl.concat([exact, moved.join(exact, on=["job_id", "file", "line"], how="anti")])
-    rows = x.select(
-        "job_id", "pod", "_pod", "file", "line", "execution_id", "t", "elapsed_ms", "_moved", "_reversed"
-    )
+    exact = pl.concat([exact, moved.join(exact, on="_ord", how="anti")])
+    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord")
     found = (
-        exact.join(
-            back.select("job_id", "file", "line", "back_ms"), on=["job_id", "file", "line"], how="left"
-        )
+        exact.join(back.select("_ord", "back_ms"), on="_ord", how="left")
         .vstack(
-            back.join(exact, on=["job_id", "file", "line"], how="anti").select(
+            back.join(exact, on="_ord", how="anti").select(
                 "job_id",
                 "file",
                 "line",
+                "_ord",
                 "prev_line",
                 "prev_at",
                 pl.col("_prev_el").alias("prev_elapsed_ms"),
+                "prev_ord",
                 "prev_execution_id",
                 (-pl.col("back_ms")).alias("step_ms"),
                 pl.lit(False).alias("exact"),
                 "back_ms",
             )
         )
-        .join(rows, on=["job_id", "file", "line"], how="left")
-        .unique(["job_id", "file", "line"], keep="first", maintain_order=True)
+        .join(rows, on="_ord", how="left")
+        .unique("_ord", keep="first", maintain_order=True)
     )
     found = _one_per_step(found, jitter_ms).with_columns(
         (pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone")
@@ -293,11 +333,10 @@ def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     """One row per step of a pod's clock: the lanes of a pod's file (its threads, its executions) that
     each saw it between two of their lines (spans that overlap, the same way, alike in size or one only a
     lower bound) show the same step; the one elapsedMs sized is kept, else the largest."""
-    flip = pl.when(pl.col("_reversed").fill_null(False)).then(-1).otherwise(1)
     f = found.with_columns(
         pl.struct("job_id", "_pod", "file").hash().alias("_p"),
-        (pl.col("line") * flip).alias("_o"),
-        (pl.col("prev_line") * flip).alias("_po"),
+        pl.col("_ord").alias("_o"),
+        pl.col("prev_ord").alias("_po"),
     ).sort("_p", "_o")
     same_p = pl.col("_p") == pl.col("_p").shift(1)
     overlaps = pl.col("_po") < pl.col("_o").shift(1)

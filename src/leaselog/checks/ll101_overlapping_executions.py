@@ -21,11 +21,13 @@ from leaselog.checks.frames import (
     at_file,
     completions,
     evidence,
+    ms_expr,
     one_or_two,
     pairs_of,
     skew_details,
     timedelta_ms,
 )
+from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.unlogged_renewals import UNLOGGED
 
@@ -112,6 +114,14 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         how="anti",
         maintain_order="left",
     )
+    # the facts that order two pods' events (leaselog.checks.anchors) may prove b's pod's clock runs behind
+    # a's: a's end compared with b's start is then too late by that much, and an overlap it covers is none
+    found = behind_columns(ctx, found, "pod", "pod_b").with_columns(
+        pl.min_horizontal("overlap_ms", ms_expr("start_b", "end") - pl.col("behind_ms").fill_null(0.0)).alias(
+            "left_ms"
+        )
+    )
+    found = found.filter(pl.col("left_ms") > 0)
     # only the executions in a pair are looked up: their completions and their leases' confirm latency
     ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique().implode()
     comp = completions(ctx).filter(pl.col("execution_id").is_in(ids))
@@ -149,8 +159,13 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     # a clock step in either execution's log: the figure may be off by up to the step
     found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
+    offset_doubt = pl.col("behind_ms").is_not_null() & (pl.col("left_ms") <= ctx.settings.max_skew_ms)
     found = found.with_columns(
-        step_certainty(pl.col("overlap_ms"), ctx.settings.max_skew_ms).alias("certainty")
+        offset_doubt.alias("offset_doubt"),
+        pl.when(offset_doubt)
+        .then(pl.lit("uncertain"))
+        .otherwise(step_certainty(pl.col("overlap_ms"), ctx.settings.max_skew_ms))
+        .alias("certainty"),
     )
     bound = pl.when(
         pl.col("pod").is_not_null() & pl.col("pod_b").is_not_null() & (pl.col("pod") != pl.col("pod_b"))
@@ -182,13 +197,15 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.format("{} last seen / ends", a_id),
             ),
         ).alias("evidence"),
-        with_step(
-            skew_details(
-                bound,
-                leasesOverlapped=pl.col("leases_overlapped"),
-                openEnded=(pl.col("end_kind") == "open").fill_null(False),
-                # the earlier lease's renewals went unlogged: its end is bounded by this acquisition
-                renewalsUnlogged=(pl.col("lease_end") == UNLOGGED).fill_null(False),
+        with_behind(
+            with_step(
+                skew_details(
+                    bound,
+                    leasesOverlapped=pl.col("leases_overlapped"),
+                    openEnded=(pl.col("end_kind") == "open").fill_null(False),
+                    # the earlier lease's renewals went unlogged: its end is bounded by this acquisition
+                    renewalsUnlogged=(pl.col("lease_end") == UNLOGGED).fill_null(False),
+                )
             )
         ).alias("details"),
     )
@@ -208,6 +225,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             rows, "pod", "pod_b", "handover_gap_ms", "confirm_latency_ms", pl.col("handover")
         ),
         step_note(rows),
+        behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"),
     )
     opening = (
         pl.when(
@@ -263,6 +281,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             pl.col("skew_note"),
             pl.col("caveat"),
             pl.col("step_note"),
+            pl.col("behind_note"),
         ).alias("message")
     ).to_series()
 

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.anchors import gone
 from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, events_where, evidence, ms_expr, one_or_two, pairs_of
+from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
 
 _COLS = [
@@ -114,6 +116,34 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         how="anti",
         maintain_order="left",
     )
+    # the facts that order two pods' events (leaselog.checks.anchors) may prove b's pod's clock runs behind
+    # a's: a's lease's end compared with b's acquisition is then too late by that much, and two leases at
+    # once that it covers were never valid at once
+    found = behind_columns(ctx, found, "pod", "pod_b").with_columns(
+        pl.min_horizontal(
+            "size_ms", ms_expr("acquired_at_b", "valid_until") - pl.col("behind_ms").fill_null(0.0)
+        ).alias("left_ms")
+    )
+    # a's lock found the key no longer a's (a renewal rejected, a release that deleted nothing,
+    # leaselog.checks.anchors): a's lease had ended by then. Its logged expiry is late by up to its last
+    # confirming call's latency (Redis restarted the TTL somewhere inside the call): a key gone within that
+    # window expired as the TTL said; one gone before it was lost (a failover), and two leases at once
+    # are the lock failing
+    earliest = pl.col("valid_until") - pl.duration(
+        microseconds=(pl.col("confirm_latency_ms").fill_null(0.0) * 1000).cast(pl.Int64)
+    )
+    found = found.join(
+        gone(ctx), on=["job_id", "execution_id"], how="left", maintain_order="left"
+    ).with_columns(
+        pl.min_horizontal(
+            "left_ms",
+            ms_expr(
+                pl.col("acquired_at_b"),
+                pl.when(pl.col("gone_at").is_not_null()).then(pl.max_horizontal("gone_at", earliest)),
+            ),
+        ).alias("left_ms")
+    )
+    found = found.filter(pl.col("left_ms") > 0)
     found = reconnects(found, ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
@@ -130,8 +160,18 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     # a clock step in either execution's log: the figure may be off by up to the step
     found = step_columns(ctx, found, ("execution_id", "execution_id_b"))
+    offset_doubt = pl.col("behind_ms").is_not_null() & (
+        pl.col("left_ms") - pl.col("confirm_latency_ms").fill_null(0.0) <= ctx.settings.max_skew_ms
+    )
+    # the whole of it lies inside the confirming call's latency: nothing of it is proven
+    latency_doubt = (pl.col("proven_ms") <= 0).fill_null(False)
     found = found.with_columns(
-        step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms).alias("certainty")
+        offset_doubt.alias("offset_doubt"),
+        latency_doubt.alias("latency_doubt"),
+        pl.when(offset_doubt | latency_doubt)
+        .then(pl.lit("uncertain"))
+        .otherwise(step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms))
+        .alias("certainty"),
     )
     return found.with_columns(
         pl.concat_list("execution_id", "execution_id_b").alias("execution_ids"),
@@ -173,10 +213,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.format("{} reconnects to Redis", b_id),
             ),
         ).alias("evidence"),
-        with_step(
-            details(
-                confirmLatencyMs=pl.col("confirm_latency_ms"),
-                fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        with_behind(
+            with_step(
+                details(
+                    confirmLatencyMs=pl.col("confirm_latency_ms"),
+                    fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+                )
             )
         ).alias("details"),
     )
@@ -245,7 +287,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         .then(pl.format("acquired at {}", moments(rows, "acquired_at", "clock")))
         .otherwise(pl.format("last renewed at {}", moments(rows, "last_confirmed_at", "clock")))
     )
-    rows = rows.with_columns(step_note(rows))
+    rows = rows.with_columns(step_note(rows), behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"))
     return rows.select(
         pl.concat_str(
             pl.format(
@@ -276,7 +318,19 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             )
             .otherwise(pl.lit("")),
             pl.col("caveat"),
+            pl.when(pl.col("latency_doubt"))
+            .then(
+                pl.format(
+                    " {}'s last confirming call took {}: Redis started its TTL somewhere inside that call, so "
+                    "the lease may have ended before {} acquired: this is not proven.",
+                    a,
+                    durations(rows["confirm_latency_ms"]),
+                    b,
+                )
+            )
+            .otherwise(pl.lit("")),
             pl.col("step_note"),
+            pl.col("behind_note"),
         ).alias("message")
     ).to_series()
 

@@ -22,12 +22,24 @@ from leaselog.checks.causal import explained_by_steps
 from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, evidence
+from leaselog.checks.offsets import step_rows
 from leaselog.checks.phrasing import durations, moments, text
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    steps = steps_of(ctx)
     explained = explained_by_steps(ctx)
+    # a step no line shows (no elapsedMs on the pod), where the ordering facts show its offset change
+    by_facts = step_rows(ctx)
+    steps = steps_of(ctx).with_columns(
+        pl.lit(False).alias("by_facts"),
+        pl.lit(None, dtype=pl.String).alias("other_pod"),
+        pl.lit(None, dtype=pl.Float64).alias("size_ms"),
+    )
+    if by_facts.height:
+        steps = pl.concat(
+            [steps, by_facts.with_columns(pl.lit(True).alias("by_facts")).select(steps.columns)],
+            how="vertical_relaxed",
+        )
     size = pl.col("step_ms").abs()
     two = (
         pl.col("prev_execution_id").ne_missing(pl.col("execution_id"))
@@ -38,7 +50,10 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         .then(pl.concat_list("prev_execution_id", "execution_id"))
         .otherwise(pl.concat_list("execution_id"))
         .alias("execution_ids"),
-        pl.concat_list("pod").alias("pods"),
+        pl.when(pl.col("other_pod").is_null())
+        .then(pl.concat_list("pod"))
+        .otherwise(pl.concat_list("pod", "other_pod"))
+        .alias("pods"),
         pl.min_horizontal("prev_at", "at").alias("start"),
         pl.max_horizontal("prev_at", "at").alias("end"),
         size.alias("duration_ms"),
@@ -55,6 +70,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             file=pl.col("file"),
             line=pl.col("line"),
             contradicts=pl.col("contradicts"),
+            byCausalFacts=pl.col("by_facts"),
         ).alias("details"),
     )
 
@@ -103,6 +119,29 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 pl.when(pl.col("back_ms").is_not_null())
                 .then(pl.format("; the log runs {} backwards", "back_text"))
                 .otherwise(pl.lit("")),
+            )
+        )
+        .when(pl.col("by_facts"))
+        .then(
+            pl.format(
+                "{}'s clock stepped {} by at least {} between {}:{} and {}:{} ({} and {}){}: the facts that order "
+                "its events against {}'s (a release that deleted the key, a worker turned away by the lock, "
+                "fencing tokens) put the two clocks at one offset before and at another after, and {} logs no "
+                "elapsedMs to show the step itself.",
+                text("pod"),
+                pl.when(forward).then(pl.lit("forward")).otherwise(pl.lit("back")),
+                "size_text",
+                text("file"),
+                text("prev_line"),
+                text("file"),
+                text("line"),
+                "prev_when",
+                "at_when",
+                pl.when(pl.col("other_pod").is_not_null())
+                .then(pl.format(" (or {}'s clock the other way: neither logs elapsedMs)", text("other_pod")))
+                .otherwise(pl.lit("")),
+                pl.coalesce(pl.col("other_pod"), pl.lit("another pod")),
+                text("pod"),
             )
         )
         .otherwise(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.checks.anchors import contradicted
 from leaselog.checks.causal import unexplained
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, evidence, one_or_two
@@ -24,6 +25,36 @@ from leaselog.checks.phrasing import text
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
+    return pl.concat([_handoffs(ctx), _facts(ctx)], how="diagonal_relaxed").sort("start")
+
+
+def _facts(ctx: CheckContext) -> pl.DataFrame:
+    """The other ordering facts (leaselog.checks.anchors) the clocks contradict: one finding per job, kind of
+    fact and pair of pods (the largest contradiction)."""
+    f = contradicted(ctx)
+    first, then = text("first_id"), text("then_id")
+    return f.with_columns(
+        pl.concat_list("first_id", "then_id").alias("execution_ids"),
+        pl.concat_list("first_pod", "then_pod").alias("pods"),
+        pl.min_horizontal("first_at", "then_at").alias("start"),
+        pl.max_horizontal("first_at", "then_at").alias("end"),
+        pl.col("contradiction_ms").alias("duration_ms"),
+        pl.lit("uncertain").alias("certainty"),
+        evidence(
+            (pl.col("first_file"), pl.col("first_line"), pl.format("{} {}", first, pl.col("first_what"))),
+            (pl.col("then_file"), pl.col("then_line"), pl.format("{} {}", then, pl.col("then_what"))),
+        ).alias("evidence"),
+        details(
+            clockDisagreementMs=pl.col("contradiction_ms"),
+            fact=pl.col("fact"),
+            factsContradicted=pl.col("facts_contradicted"),
+            clockBehind=pl.col("then_pod"),
+            clockAhead=pl.col("first_pod"),
+        ).alias("details"),
+    )
+
+
+def _handoffs(ctx: CheckContext) -> pl.DataFrame:
     h = unexplained(ctx)
     x, y = text("execution_id"), text("execution_id_y")
     return h.with_columns(
@@ -46,6 +77,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             byFencingTokens=pl.col("by_tokens"),
             executionsOverlapped=~pl.col("no_overlap"),
         ).alias("details"),
+        pl.lit("release").alias("fact"),
     )
 
 

@@ -24,6 +24,7 @@ from leaselog.checks.causal import refuted_leases, refuted_overlaps
 from leaselog.checks.certainty import certainty_columns, handover_skew_bound, handover_skew_columns
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import at_file, evidence, ms_expr, one_or_two, skew_details
+from leaselog.checks.offsets import behind_columns
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.reconstruct import NEVER_RAN
 from leaselog.unlogged_renewals import UNLOGGED
@@ -276,6 +277,14 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         .drop("_apart")
     )
     since = pl.col("since_expiry_ms")
+    # the facts that order two pods' events (leaselog.checks.anchors) may prove the later pod's clock runs
+    # behind the earlier one's by as much as the acquisition is logged before the lease ended (or within
+    # the skew bound of it): then nothing shows two leases at once
+    found = behind_columns(ctx, found, "pod", "pod_new").with_columns(
+        ((since < 0) & (-since - pl.col("behind_ms") <= ctx.settings.max_skew_ms))
+        .fill_null(False)
+        .alias("offset_covers")
+    )
     # the later attempt's pickup line, and its acquire when that is another line
     picked_file_new = at_file("triggered", "first", suffix="_new")
     picked_line_new = pl.coalesce("triggered_line_new", "first_line_new")
@@ -310,7 +319,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         pl.col("start_new").alias("end"),
         after.alias("duration_ms"),
         # with no time since the expiry there is nothing to be uncertain about
-        pl.when(since.is_null()).then(pl.lit("certain")).otherwise("certainty").alias("certainty"),
+        pl.when(since.is_null())
+        .then(pl.lit("certain"))
+        .when(pl.col("offset_covers"))
+        .then(pl.lit("uncertain"))
+        .otherwise("certainty")
+        .alias("certainty"),
         # a second attempt after the first ended cleanly is an explanation, not a problem
         pl.when(pl.col("earlier_still_running") | (pl.col("end_kind") == "open").fill_null(False))
         .then(pl.lit(CHECK.severity))
@@ -402,6 +416,21 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     "acquired_when",
                     old,
                     "expired_when",
+                )
+            )
+            .when(pl.col("offset_covers"))
+            .then(
+                pl.format(
+                    " Its acquisition is logged at {}, {} before {}'s lease ended ({}), but the logs prove {}'s clock "
+                    "runs at least {} behind {}'s (see clock_contradiction): it need not have come before the "
+                    "expiry, and the clocks cannot place it closer.",
+                    "acquired_when",
+                    "since_text",
+                    old,
+                    "expired_when",
+                    text("pod_new"),
+                    durations(rows["behind_ms"]),
+                    text("pod"),
                 )
             )
             .when(since < 0)

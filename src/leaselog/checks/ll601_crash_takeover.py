@@ -23,6 +23,7 @@ import polars as pl
 from leaselog.checks.certainty import certainty_columns, handover_skew_columns, skew_details
 from leaselog.checks.contract import DETECTED, Check, CheckContext, fleet_of
 from leaselog.checks.frames import ms_expr
+from leaselog.checks.offsets import behind_columns
 from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Severity
@@ -122,9 +123,19 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             "confirm_latency_ms",
             taken & (pl.col("clock") == "wall") & (pl.col("taker_clock") == "wall"),
         ),
-    ).with_columns(
+    )
+    # the facts that order two pods' events (leaselog.checks.anchors) may prove the taker's clock runs behind
+    # the crashed pod's by as much as the takeover is logged before the expiry (or within the skew bound)
+    c = behind_columns(ctx, c, "pod", "taker_pod")
+    covers = ((takeover < 0) & (-takeover - pl.col("behind_ms") <= ctx.settings.max_skew_ms)).fill_null(False)
+    c = c.with_columns(
         # no certainty question without a takeover (one pod's own log)
-        pl.when(taken).then(pl.col("certainty")).otherwise(pl.lit("certain")).alias("certainty"),
+        pl.when(taken & covers)
+        .then(pl.lit("uncertain"))
+        .when(taken)
+        .then(pl.col("certainty"))
+        .otherwise(pl.lit("certain"))
+        .alias("certainty"),
         pl.when(taken).then(pl.col("caveat")).otherwise(pl.lit("")).alias("caveat"),
     )
     within = since_last <= slo
@@ -223,11 +234,17 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             after_last = f"{format_duration(since_last)} after the last line seen"
         else:
             after_last = f"{format_duration(-since_last)} before the last line seen (it was still logging)"
+        behind = ""
+        if r["behind_ms"] is not None and takeover is not None and takeover < 0:
+            behind = (
+                f" The logs prove {r['taker_pod']}'s clock runs at least {format_duration(r['behind_ms'])} behind "
+                f"{r['pod']}'s (see clock_contradiction)."
+            )
         out.append(
             f"{head} {r['taker']} ({r['taker_pod']}) took over at {when(r['taker_at'], r['taker_clock'])}: "
             f"{after_expiry}, {after_last}, "
             f"{'within' if r['within'] else 'over'} the {format_duration(slo)} takeover target."
-            f"{r['skew_note']}{r['caveat']}"
+            f"{r['skew_note']}{r['caveat']}{behind}"
         )
     return pl.Series("message", out, dtype=pl.String)
 

@@ -5,7 +5,9 @@ id its worker logged: a unique one, a counter that restarts with the process, th
 none at all (then leaselog names the executions it infers itself). To hold findings against the truth,
 each execution leaselog reconstructed is matched to the attempt on the same pod whose logged lines span
 the same time (the truth knows each moment's true wall time and the pod's clock offset at that moment,
-a clock step included, so it knows the `ts` the line was logged with), and every finding's `executionIds` is rewritten to those true names.
+a clock step included, so it knows the `ts` the line was logged with; where leaselog undid the step, its
+time is the pod's clock before the step, and that span matches too), and every finding's `executionIds` is
+rewritten to those true names.
 """
 
 from __future__ import annotations
@@ -54,12 +56,14 @@ def clock_steps(truth: dict[str, Any]) -> list[tuple[str, float, float]]:
     return out
 
 
-def true_runs(truth: dict[str, Any]) -> list[TrueRun]:
+def true_runs(truth: dict[str, Any], *, stepped: bool = True) -> list[TrueRun]:
+    """Every true attempt's span of logged time; `stepped=False`: as if the pod's clock had never stepped
+    (its offset before any step), the time leaselog reads where it undid a step by elapsedMs."""
     spans: dict[tuple[str, str], list[float]] = {}
     for pod, ms in truth["moments"].items():
         for m in ms:
             if "wallMs" in m:
-                off = clock_offset(truth, pod, float(m["monoMs"]))
+                off = clock_offset(truth, pod, float(m["monoMs"]) if stepped else float("-inf"))
                 spans.setdefault((pod, run_name(pod, m)), []).append(float(m["wallMs"]) + off)
     return [TrueRun(name, pod, min(ts), max(ts)) for (pod, name), ts in spans.items()]
 
@@ -69,6 +73,8 @@ def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[str, str
     runs = true_runs(truth)
     if not runs or executions.height == 0:
         return {}
+    # where leaselog undid a clock step by elapsedMs, its times are the pod's clock before the step
+    unstepped = {(r.pod, r.name): r for r in true_runs(truth, stepped=False)}
     ex = executions.filter(pl.col("job_id") == truth["job"]).select(
         "execution_id",
         "pod",
@@ -84,7 +90,10 @@ def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[str, str
         if not cands:
             continue
         end = first if last is None else last
-        out[str(eid)] = min(cands, key=lambda r: _distance(r, first, end)).name
+        out[str(eid)] = min(
+            cands,
+            key=lambda r: min(_distance(r, first, end), _distance(unstepped[(r.pod, r.name)], first, end)),
+        ).name
     return out
 
 
