@@ -358,6 +358,8 @@ def outside_references(root: Path) -> list[str]:
         for path in sorted((root / folder).rglob("*")):
             if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".gz", ".pyc"):
                 continue
+            if path.relative_to(root).parts[:2] in (("bench", "data"), ("bench", "results")):
+                continue  # the bench's inputs and measurements on this machine (git-ignored), not the code
             text = path.read_text(encoding="utf-8", errors="replace")
             out += [f"{path.relative_to(root)}: {n}" for n in needles if n in text]
     return out
@@ -381,4 +383,7 @@ def test_the_repository_rules_can_fail(tmp_path: Path) -> None:
     (tmp_path / "bench").mkdir()
     (tmp_path / "bench" / "run.py").write_text("DATA = '../" + "shared/x'\n", encoding="utf-8")
     assert citation_violations(tmp_path) == ["src/m.py:1: cite docs/FORMATS.md"]
+    assert outside_references(tmp_path) == ["bench/run.py: ../" + "shared"]
+    (tmp_path / "bench" / "results").mkdir()
+    (tmp_path / "bench" / "results" / "r.json").write_text('{"input": "/' + 'work/x"}', encoding="utf-8")
     assert outside_references(tmp_path) == ["bench/run.py: ../" + "shared"]
