@@ -58,6 +58,20 @@ def _ms(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds() / 1000
 
 
+def _side(
+    side: str, execution_id: str, pod: str, at: str, file: str, line: str, what: pl.Expr | None = None
+) -> list[pl.Expr]:
+    """One side of a fact (`first` or `then`): the columns of the line it stands on, named `<side>_*`."""
+    cols = [
+        pl.col(execution_id).alias(f"{side}_id"),
+        pl.col(pod).alias(f"{side}_pod"),
+        pl.col(at).alias(f"{side}_at"),
+        pl.col(file).alias(f"{side}_file"),
+        pl.col(line).alias(f"{side}_line"),
+    ]
+    return cols if what is None else [*cols, what.alias(f"{side}_what")]
+
+
 def _leases(ex: pl.DataFrame, acq_owner: pl.DataFrame) -> pl.DataFrame:
     """Wall-clock leases of each job, in acquisition order, with the latest end of any lease acquired so far
     (`until_max`: null while one of them has no known end)."""
@@ -203,35 +217,25 @@ def _denials(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
     held = gaps.filter("_next").select(
         "job_id",
         pl.lit("held").alias("fact"),
-        pl.col("n_execution_id").alias("first_id"),
-        pl.col("n_pod").alias("first_pod"),
-        pl.col("n_acquired_at").alias("first_at"),
-        pl.col("n_acquired_file").alias("first_file"),
-        pl.col("n_acquired_line").alias("first_line"),
-        pl.lit("acquires the key").alias("first_what"),
-        pl.col("d_id").alias("then_id"),
-        pl.col("d_pod").alias("then_pod"),
-        pl.col("d_at").alias("then_at"),
-        pl.col("d_file").alias("then_file"),
-        pl.col("d_line").alias("then_line"),
-        pl.lit("is turned away by the lock").alias("then_what"),
+        *_side(
+            "first",
+            "n_execution_id",
+            "n_pod",
+            "n_acquired_at",
+            "n_acquired_file",
+            "n_acquired_line",
+            pl.lit("acquires the key"),
+        ),
+        *_side("then", "d_id", "d_pod", "d_at", "d_file", "d_line", pl.lit("is turned away by the lock")),
     )
     # (the lease acquired last before the denial is the one that ended last: else the clocks overlap them)
     freed = gaps.filter(~pl.col("_next") & (pl.col("p__until") == pl.col("p__until_max"))).select(
         "job_id",
         pl.lit("freed").alias("fact"),
-        pl.col("d_id").alias("first_id"),
-        pl.col("d_pod").alias("first_pod"),
-        pl.col("d_at").alias("first_at"),
-        pl.col("d_file").alias("first_file"),
-        pl.col("d_line").alias("first_line"),
-        pl.lit("is turned away by the lock").alias("first_what"),
-        pl.col("p_execution_id").alias("then_id"),
-        pl.col("p_pod").alias("then_pod"),
-        pl.col("p__until").alias("then_at"),
-        pl.col("p_end_file").alias("then_file"),
-        pl.col("p_end_line").alias("then_line"),
-        pl.col("p_end_what").alias("then_what"),
+        *_side("first", "d_id", "d_pod", "d_at", "d_file", "d_line", pl.lit("is turned away by the lock")),
+        *_side(
+            "then", "p_execution_id", "p_pod", "p__until", "p_end_file", "p_end_line", pl.col("p_end_what")
+        ),
     )
     return pl.concat([held, freed])
 
@@ -252,11 +256,7 @@ def _named(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
         )
         .select(
             "job_id",
-            pl.col("execution_id").alias("then_id"),
-            pl.col("pod").alias("then_pod"),
-            pl.col("t").alias("then_at"),
-            pl.col("file").alias("then_file"),
-            pl.col("line").alias("then_line"),
+            *_side("then", "execution_id", "pod", "t", "file", "line"),
             pl.when(pl.col("event") == "lock_denied")
             .then(pl.lit("is turned away by the lock, which names that owner"))
             .otherwise(pl.lit("learns the key has another owner, which the line names"))
@@ -270,11 +270,7 @@ def _named(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
     owners = leases.filter(pl.col("owner").is_not_null()).select(
         "job_id",
         "owner",
-        pl.col("execution_id").alias("first_id"),
-        pl.col("pod").alias("first_pod"),
-        pl.col("acquired_at").alias("first_at"),
-        pl.col("acquired_file").alias("first_file"),
-        pl.col("acquired_line").alias("first_line"),
+        *_side("first", "execution_id", "pod", "acquired_at", "acquired_file", "acquired_line"),
     )
     return (
         lines.join(owners, on=["job_id", "owner"], how="inner")
@@ -322,19 +318,13 @@ def _tokens(leases: pl.DataFrame) -> pl.DataFrame:
         .select(
             "job_id",
             pl.lit("token").alias("fact"),
-            pl.col("_p_execution_id").alias("first_id"),
-            pl.col("_p_pod").alias("first_pod"),
-            pl.col("_p_acquired_at").alias("first_at"),
-            pl.col("_p_acquired_file").alias("first_file"),
-            pl.col("_p_acquired_line").alias("first_line"),
+            *_side(
+                "first", "_p_execution_id", "_p_pod", "_p_acquired_at", "_p_acquired_file", "_p_acquired_line"
+            ),
             pl.concat_str(
                 pl.lit("acquires the key with fencing token "), pl.col("_p_fencing_token").cast(pl.String)
             ).alias("first_what"),
-            pl.col("execution_id").alias("then_id"),
-            pl.col("pod").alias("then_pod"),
-            pl.col("acquired_at").alias("then_at"),
-            pl.col("acquired_file").alias("then_file"),
-            pl.col("acquired_line").alias("then_line"),
+            *_side("then", "execution_id", "pod", "acquired_at", "acquired_file", "acquired_line"),
             pl.concat_str(
                 pl.lit("acquires it with the next token, "), pl.col("fencing_token").cast(pl.String)
             ).alias("then_what"),
