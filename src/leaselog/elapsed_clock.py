@@ -69,7 +69,11 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     narrow = (
         df.lazy()
         .with_row_index("_row")
-        .filter(pl.col("job_id").is_not_null() & pl.col("t_wall").is_not_null())
+        # (a process's start, which no job has, is kept only to say where the pod's elapsedMs begins anew)
+        .filter(
+            (pl.col("job_id").is_not_null() | (pl.col("event") == "process_started"))
+            & pl.col("t_wall").is_not_null()
+        )
         .select(
             "_row",
             pl.struct("job_id", who.alias("who"), pod, "file_index").hash().alias("_k"),
@@ -79,6 +83,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "elapsed_ms",
             "thread",
             "event",
+            (pl.col("event") == "process_started").alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
@@ -108,6 +113,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             .cum_sum()
             .alias("_epoch")
         )
+        .filter(~pl.col("_start"))
         .sort("_k", "line")
     )
     new_k = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)
