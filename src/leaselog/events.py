@@ -45,7 +45,7 @@ _INT_FIELDS = ("lease_ms", "fencing_token", "partition", "offset", "delivery_cou
 # The typed frame: column -> dtype. Documented column by column in `leaselog.schema`.
 EVENT_SCHEMA: dict[str, pl.DataType] = {
     "t": pl.Datetime("us", "UTC"),
-    "clock": pl.String(),
+    "clock": pl.Categorical(),
     "seq": pl.Int64(),
     "pod": pl.String(),
     "thread": pl.String(),
@@ -53,8 +53,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "execution_id": pl.String(),
     # how its execution was identified: an index into leaselog.execution_runs.IDENTITIES
     "identity": pl.Int8(),
-    "event": pl.String(),
-    "raw_event": pl.String(),
+    "event": pl.Categorical(),
+    "raw_event": pl.Categorical(),
     "elapsed_ms": pl.Float64(),
     # ms taken off the logged time: a clock step inside the execution, undone by its elapsedMs
     "clock_step_ms": pl.Float64(),
@@ -65,12 +65,12 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "latency_ms": pl.Float64(),
     "late": pl.Boolean(),
     "reason": pl.String(),
-    "status": pl.String(),
+    "status": pl.Categorical(),
     "released": pl.Boolean(),
     "release_outcome": pl.String(),
     "outcome": pl.String(),
-    "trigger": pl.String(),
-    "topic": pl.String(),
+    "trigger": pl.Categorical(),
+    "topic": pl.Categorical(),
     "partition": pl.Int64(),
     "offset": pl.Int64(),
     "message_id": pl.String(),
@@ -81,6 +81,13 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "line": pl.Int64(),
     "fields": pl.String(),
 }
+
+
+def as_string(s: pl.Series) -> pl.Series:
+    """`s` as strings: an events column that is Categorical (few values, held as 4-byte codes) as the
+    String the frames built from the events have."""
+    return s.cast(pl.String) if s.dtype == pl.Categorical else s
+
 
 # Columns the reader fills with raw strings (everything but what build_events derives).
 RAW_COLUMNS: tuple[str, ...] = (

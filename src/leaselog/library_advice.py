@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.reading.dialects import labelled
+
 __all__ = ["library_advice"]
 
 _SHEDLOCK_LONG = (
@@ -84,13 +86,13 @@ def library_advice(
     dialect read any line."""
     if not findings.height or not events.height:
         return findings
-    labelled = events.filter(pl.col("raw_event").str.contains("/", literal=True)).select(
-        "job_id", "raw_event"
+    lines = events.filter(labelled(events, lambda raw: raw.str.contains("/", literal=True))).select(
+        "job_id", pl.col("raw_event").cast(pl.String)
     )
-    if not labelled.height:
+    if not lines.height:
         return findings
     labels: dict[str | None, set[str]] = {}
-    for job, names in labelled.group_by("job_id").agg(pl.col("raw_event").unique()).iter_rows():
+    for job, names in lines.group_by("job_id").agg(pl.col("raw_event").unique()).iter_rows():
         labels[job] = set(names)
     prefixes = [p for p, _, _ in _ADVICE] + [p for p, _ in _UNLOGGED_ADVICE]
     if not any(any(lbl.startswith(p) for p in prefixes for lbl in s) for s in labels.values()):

@@ -260,8 +260,16 @@ def analyze(
     sources, problems = sources_of(paths)
     read = read_source(sources, s, progress=progress, keep_fields=keep_fields)
     check_read([read])
-    part = analyze_events(read.events, s)
+    # (the call takes the events' only reference: the columns it replaces, such as the execution ids when
+    # runs are cut out of a job's lines, are freed instead of held until the end)
+    part = analyze_events(_taken(read), s)
     return merge([read], part.events, [part], fleet_findings([part.partials], s), s, problems)
+
+
+def _taken(read: SourceRead) -> pl.DataFrame:
+    """The read's events, which it no longer holds."""
+    events, read.events = read.events, pl.DataFrame()
+    return events
 
 
 def settings_of(

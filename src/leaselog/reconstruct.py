@@ -18,8 +18,10 @@
 from __future__ import annotations
 
 import polars as pl
+import polars.selectors as cs
 
 from leaselog.config import Settings
+from leaselog.events import as_string
 from leaselog.execution_runs import identity_names
 from leaselog.schema import schema
 from leaselog.unlogged_renewals import UNLOGGED, bound_expiry, library_leases, run_to_job_end
@@ -353,7 +355,8 @@ def _per_execution(ev: pl.DataFrame) -> pl.DataFrame:
     )
 
     def gather(at: str, picks: list[tuple[str, str]]) -> dict[str, pl.Series]:
-        return {name: ev[col].gather(rows[at]).alias(name) for col, name in picks}
+        # (the events' few-valued columns are Categorical; an execution's are strings)
+        return {name: as_string(ev[col].gather(rows[at])).alias(name) for col, name in picks}
 
     cols: dict[str, pl.Series] = {k: rows[k] for k in EXEC_KEYS}
     cols |= gather("_first_row", _FIRST_ROW)
@@ -506,7 +509,13 @@ def reconstruct(events: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame,
     ex = ex.rename({"end_reason": "lease_end"})
     rn = renewals(ev, leases_base, anchors)
     ex = _attach(ex, _first_doubt(ev, rn, last_anchor))
-    return ex.select(EXECUTION_COLUMNS), leases, rn
+    # (what the events' Categorical columns gave these frames is held as strings, as documented)
+    strings = cs.categorical().cast(pl.String)
+    return (
+        ex.select(EXECUTION_COLUMNS).with_columns(strings),
+        leases.with_columns(strings),
+        rn.with_columns(strings),
+    )
 
 
 def _first_doubt(ev: pl.DataFrame, rn: pl.DataFrame, last_anchor: pl.DataFrame) -> pl.DataFrame:

@@ -27,6 +27,8 @@ _I = pl.Int64()
 _F = pl.Float64()
 _B = pl.Boolean()
 _U32 = pl.UInt32()
+# the events' columns of few distinct values (names, kinds): 4-byte codes instead of a string per row
+_C = pl.Categorical()
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ _EXEC_KEY = (
 FRAMES: dict[str, tuple[Column, ...]] = {
     "events": _cols(
         ("t", _T, "when it happened on the shared timeline (wall clock after offsets, else pseudo-time)"),
-        ("clock", _S, "where `t` comes from: wall (timestamps), elapsed (elapsedMs), order (line order)"),
+        ("clock", _C, "where `t` comes from: wall (timestamps), elapsed (elapsedMs), order (line order)"),
         (
             "seq",
             _I,
@@ -76,8 +78,8 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("thread", _S, "the thread or worker process that logged it (thread, threadName, processName, ...)"),
         *_EXEC_KEY,
         ("identity", pl.Int8(), "how its execution was identified: an index into execution_runs.IDENTITIES"),
-        ("event", _S, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
-        ("raw_event", _S, "the event name as logged, before alias mapping"),
+        ("event", _C, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),
+        ("raw_event", _C, "the event name as logged, before alias mapping"),
         ("elapsed_ms", _F, "elapsedMs: a local monotonic duration, never a shared timeline"),
         (
             "clock_step_ms",
@@ -92,7 +94,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("latency_ms", _F, "how long the renewal call took"),
         ("late", _B, "lease_renewal: the worker logged its success as late (after its own local deadline)"),
         ("reason", _S, "why ownership was lost or a stop was requested"),
-        ("status", _S, "job_finished status as logged"),
+        ("status", _C, "job_finished status as logged"),
         (
             "released",
             _B,
@@ -100,8 +102,8 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ),
         ("release_outcome", _S, "lock_released outcome when the release itself failed (e.g. error)"),
         ("outcome", _S, "completion outcome: accepted, duplicate or rejected"),
-        ("trigger", _S, "job_triggered: what started it (kafka, stream, scheduler, retry, poll, http, ...)"),
-        ("topic", _S, "message topic or stream"),
+        ("trigger", _C, "job_triggered: what started it (kafka, stream, scheduler, retry, poll, http, ...)"),
+        ("topic", _C, "message topic or stream"),
         ("partition", _I, "message partition"),
         ("offset", _I, "message offset"),
         ("message_id", _S, "message id (or key / stream entry id)"),

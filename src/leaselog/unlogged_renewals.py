@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.reading.dialects import HOLDS_UNTIL_LOST, SILENT_RENEWALS
+from leaselog.reading.dialects import HOLDS_UNTIL_LOST, SILENT_RENEWALS, labelled
 
 __all__ = ["UNLOGGED", "bound_expiry", "library_leases", "run_to_job_end"]
 
@@ -28,9 +28,10 @@ EXEC_KEYS = ["job_id", "execution_id"]
 UNLOGGED = "renewals_unlogged"  # the `lease_end` of a lease whose renewals went unlogged
 
 
-def _read_by(prefixes: tuple[str, ...]) -> pl.Expr:
-    raw = pl.col("raw_event")
-    return pl.any_horizontal(*(raw.str.starts_with(p) for p in prefixes)) if prefixes else pl.lit(False)
+def _read_by(ev: pl.DataFrame, prefixes: tuple[str, ...]) -> pl.Expr:
+    if not prefixes:
+        return pl.lit(False)
+    return labelled(ev, lambda raw: pl.any_horizontal(*(raw.str.starts_with(p) for p in prefixes)))
 
 
 def library_leases(ev: pl.DataFrame) -> pl.DataFrame | None:
@@ -39,7 +40,7 @@ def library_leases(ev: pl.DataFrame) -> pl.DataFrame | None:
     prefixes = SILENT_RENEWALS + HOLDS_UNTIL_LOST
     if not prefixes or "raw_event" not in ev.columns:
         return None
-    lib = ev.lazy().filter(_read_by(prefixes)).select(*EXEC_KEYS, "pod").unique().collect()
+    lib = ev.lazy().filter(_read_by(ev, prefixes)).select(*EXEC_KEYS, "pod").unique().collect()
     if not lib.height:
         return None
     flags = (
@@ -47,8 +48,8 @@ def library_leases(ev: pl.DataFrame) -> pl.DataFrame | None:
         .join(lib.lazy().select(EXEC_KEYS), on=EXEC_KEYS, how="semi")
         .group_by(EXEC_KEYS)
         .agg(
-            _read_by(SILENT_RENEWALS).any().alias("_silent"),
-            _read_by(HOLDS_UNTIL_LOST).any().alias("holds"),
+            _read_by(ev, SILENT_RENEWALS).any().alias("_silent"),
+            _read_by(ev, HOLDS_UNTIL_LOST).any().alias("holds"),
             pl.col("pod").first(),
         )
     )

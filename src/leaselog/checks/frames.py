@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import polars as pl
+import polars.selectors as cs
 
 from leaselog.checks.contract import CheckContext
 from leaselog.findings import Evidence
@@ -82,7 +83,12 @@ def events_where(ctx: CheckContext, predicate: pl.Expr, columns: list[str] | Non
     since `events.compact` the two are even.)
     """
     found = ctx.events.lazy().filter(predicate)
-    return (found if columns is None else found.select(columns)).collect()
+    # (the events' few-valued columns are Categorical: a check's rows hold strings, as the executions do)
+    return (
+        (found if columns is None else found.select(columns))
+        .with_columns(cs.categorical().cast(pl.String))
+        .collect()
+    )
 
 
 def completions(ctx: CheckContext) -> pl.DataFrame:

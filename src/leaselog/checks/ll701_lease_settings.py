@@ -144,14 +144,19 @@ def merge(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame:
     )
 
 
-def _concat(partials: Sequence[Partial], name: str) -> pl.DataFrame:
-    return pl.concat([p[name] for p in partials], how="vertical_relaxed")
+def _concat(partials: Sequence[Partial], name: str, order: str | None = None) -> pl.DataFrame:
+    """The parts' `name` frames as one, sorted by `order` (a frame already in that order, as one part's
+    is, is not copied to sort it)."""
+    frame = pl.concat([p[name] for p in partials], how="vertical_relaxed")
+    if order is None or frame[order].is_sorted():
+        return frame
+    return frame.sort(order)
 
 
 def lease_stats(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame:
     """One row per (job type, TTL): runtime, renewal and stop figures, and whether to speak up."""
     keys = _KEYS
-    ex = _concat(partials, "runs").sort("first_seq")
+    ex = _concat(partials, "runs", "first_seq")
     if ex.height == 0:
         return pl.DataFrame()
     runs = ex.group_by(keys).agg(
@@ -171,7 +176,7 @@ def lease_stats(partials: Sequence[Partial], settings: Settings) -> pl.DataFrame
         pl.col("acquired_file").filter(pl.col("outlived")).first().alias("outlived_file"),
         pl.col("acquired_line").filter(pl.col("outlived")).first().alias("outlived_line"),
     )
-    rn = _concat(partials, "renewals").sort("seq")
+    rn = _concat(partials, "renewals", "seq")
     ren = rn.group_by(keys).agg(
         pl.len().alias("renewal_count"),
         _q("latency_ms", 0.5).alias("lat_p50"),

@@ -14,6 +14,7 @@ import polars as pl
 
 from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events
+from leaselog.reading.dialects import labelled
 from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, line_format, sniff_votes
 from leaselog.reading.reader import SNIFF_LINES, InputReport, Reader
 from leaselog.reading.report import account_rejected
@@ -197,8 +198,11 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
         unmapped_events=dict(report.unmapped_events.most_common(20)),
         dialect_lines={
             name: lines[:DIALECT_LINES]
-            for name, lines in ev.filter(pl.col("raw_event").str.contains("/", literal=True))
-            .group_by(pl.col("raw_event").str.split("/").list.first().alias("dialect"), maintain_order=True)
+            for name, lines in ev.filter(labelled(ev, lambda raw: raw.str.contains("/", literal=True)))
+            .group_by(
+                pl.col("raw_event").cast(pl.String).str.split("/").list.first().alias("dialect"),
+                maintain_order=True,
+            )
             .agg(pl.col("line").unique(maintain_order=True))
             .iter_rows()
             if name in report.dialects

@@ -207,6 +207,15 @@ def match_message(message: str, record: Mapping[str, Any] | None = None) -> Hit 
     return None
 
 
+def labelled(events: pl.DataFrame, test: Callable[[pl.Expr], pl.Expr]) -> pl.Expr:
+    """True on the events whose `raw_event` passes `test` (an expression on a String column: a label's
+    prefix, a `/`). The events hold `raw_event` as a Categorical of a few distinct names: the test runs on
+    those names, and the events are matched against the ones it keeps."""
+    names = events.select(pl.col("raw_event").unique().drop_nulls().cast(pl.String))
+    kept = names.filter(test(pl.col("raw_event")))["raw_event"]
+    return pl.col("raw_event").is_in(kept.implode())
+
+
 def rule_of(label: str) -> tuple[Dialect, Rule] | None:
     """The dialect and rule a `raw_event` label (`<dialect>/<rule name>`) names, or None."""
     name, _, rule_name = label.partition("/")
@@ -227,6 +236,7 @@ __all__ = [
     "Rule",
     "Sample",
     "iso_duration_ms",
+    "labelled",
     "match_message",
     "rule_of",
 ]
