@@ -209,6 +209,14 @@ FIXTURES = [
         kept=True,
     ),
     Fixture(
+        "step-then-crash-sorted",
+        "pod-b's clock steps back 2080 ms mid-run and the three lines after the step share one elapsedMs; "
+        "in renderings sorted by time (kubectl --prefix, Loki) that group was not joined to the run it "
+        "continues: the step went unseen and the finish and release were rejected as ending before the start",
+        _kept("step-then-crash-sorted"),  # run 22 of campaign seed 2081
+        kept=True,
+    ),
+    Fixture(
         "retry-spacing-interval",
         "A's renewals fail during an ACL network cut and are retried every 306 ms; C, a later healthy "
         "execution, renews on its 625 ms schedule and gets renewal_gap warnings (the 306 ms retry spacing "
