@@ -270,7 +270,7 @@ def analyze(
         raise typer.Exit(UNREAD_EXIT)
     if fail_on is not FailOn.never:
         limit = SEVERITY_RANK[fail_on.value]
-        if any(SEVERITY_RANK[f.severity] <= limit for f in a.finding_list):
+        if any(SEVERITY_RANK[sev] <= limit for sev in a.findings["severity"].unique().to_list()):
             raise typer.Exit(1)
 
 

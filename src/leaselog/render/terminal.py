@@ -3,9 +3,6 @@ then the inputs. `brief` prints the table alone."""
 
 from __future__ import annotations
 
-from itertools import compress
-from operator import attrgetter
-
 import polars as pl
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
@@ -14,7 +11,7 @@ from rich.text import Text
 
 from leaselog.analysis import Analysis
 from leaselog.durations import format_duration
-from leaselog.findings import SEVERITY_RANK, Finding, gc_paused
+from leaselog.findings import SEVERITY_RANK, Finding, gc_paused, records
 from leaselog.reading.report import MAX_LOCATED
 from leaselog.render.safe import printable
 from leaselog.unread import nothing_read, silent_files
@@ -280,14 +277,15 @@ def _malformed(a: Analysis, console: Console) -> None:
 
 
 def _findings(a: Analysis, console: Console, shown: list[str | None], n_jobs: int) -> None:
-    fs = a.finding_list
+    # records of the shown jobs' findings only: the records of tens of thousands of findings (what
+    # `a.finding_list` would keep) weigh more than the findings frame
+    named = pl.col("job_id").is_in([job for job in shown if job is not None])
+    fs = records(a.findings.filter(named | pl.col("job_id").is_null() if None in shown else named))
     if not fs:
         return
-    # tens of thousands of findings: their jobs gathered by a C loop (map)
-    jobs = list(map(attrgetter("job_id"), fs))
     by_job: dict[str | None, list[Finding]] = {job: [] for job in shown}
-    for f, job in compress(zip(fs, jobs, strict=True), map(by_job.__contains__, jobs)):
-        by_job[job].append(f)
+    for f in fs:
+        by_job[f.job_id].append(f)
     # printed as one group: the same lines as a print per line, without rich's cost per print
     lines: list[RenderableType] = []
     for job in shown:
