@@ -84,6 +84,8 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
             .then(pl.col("event").is_in(["lock_denied", "job_finished", "job_stopped", "lock_released"]))
             .alias("_closes"),
+            pl.col("event").is_in(["job_finished", "job_stopped"]).alias("_fin"),
+            (pl.col("event") == "lock_released").alias("_rel"),
         )
         .collect()
     )
@@ -114,15 +116,23 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # a run: the lines of one key in one epoch (elapsedMs never goes back within a run), not across a
     # lifecycle that starts again after a run left open (a crash: the restarted process counts elapsedMs
     # from a new origin, which may lie past the old one's last value); runs that ended go on into the next
-    # (a worker's uptime spans its runs: a step between two runs shows)
+    # (a worker's uptime spans its runs: a step between two runs shows). A run left open that logs its end
+    # after the lifecycle started again (two finishes, or two releases, before it starts again once more)
+    # did not die there: two runs of one lane lived at once (no thread or id tells them apart), in one
+    # process, and its elapsedMs runs on across them
     rank = pl.col("_rank").forward_fill().over("_k")
     closed = pl.col("_closes").forward_fill().over("_k")
+    again = (pl.col("_rank") < rank.shift(1)).fill_null(False)
+    begins = again & (pl.col("_rank") <= LIFECYCLE["job_started"])
+    el = el.with_columns((new_k | begins).cum_sum().alias("_life")).with_columns(
+        ((pl.col("_fin").sum().over("_life") > 1) | (pl.col("_rel").sum().over("_life") > 1)).alias("_both")
+    )
     el = el.with_columns(
         (
             new_k
             | (pl.col("_epoch") != pl.col("_epoch").shift(1)).fill_null(True)
             | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)
-            | ((pl.col("_rank") < rank.shift(1)) & ~closed.shift(1)).fill_null(False)
+            | (again & ~closed.shift(1) & ~pl.col("_both")).fill_null(False)
         )
         .cum_sum()
         .alias("_g")

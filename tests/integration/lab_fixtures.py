@@ -193,6 +193,15 @@ FIXTURES = [
         kept=True,
     ),
     Fixture(
+        "redelivery-step-klog",
+        "a redelivery to a second consumer of the same pod runs while the first attempt goes on, and the "
+        "pod's clock steps back 2352 ms between the two; in klog without execution ids (no thread either) "
+        "the step was taken for a restarted process's new elapsedMs origin: no clock_step, the runs read in "
+        "their stepped times' order, the overlap and the zombie missed",
+        _kept("redelivery-step-klog"),  # run 6 of campaign seed 2061
+        kept=True,
+    ),
+    Fixture(
         "retry-spacing-interval",
         "A's renewals fail during an ACL network cut and are retried every 306 ms; C, a later healthy "
         "execution, renews on its 625 ms schedule and gets renewal_gap warnings (the 306 ms retry spacing "
