@@ -13,11 +13,12 @@ the logged time can be shown.
 
 elapsedMs is compared within one run (it never goes back, there or anywhere in the job's lines on the pod,
 and its lifecycle does not start again after a run left open: a process restarted after a crash counts
-from a new origin; a worker's uptime spans the runs it finished, so a step between two of them shows), and
-counts only where it
-is a timeline: over the job's lines on the pod in the file, at least two of its steps, and twice as many
-as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by job, pod and
-thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
+from a new origin; a worker's uptime spans the runs it finished, so a step between two of them shows; and
+a run left open that logs its end after the lifecycle started again, two finishes or two releases
+following, lived on beside the new run in one process, so a step between the two shows too), and counts
+only where it is a timeline: over the job's lines on the pod in the file, at least two of its steps, and
+twice as many as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call
+agrees nowhere). Lines without an execution id are taken by job, pod and thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
 line of the job on that pod in that file from its first line on, and two lanes that show it count it once.
 """
 
