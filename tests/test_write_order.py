@@ -67,6 +67,21 @@ def test_lines_sorted_by_time_are_read_in_the_order_they_were_written() -> None:
     assert _written(write_positions(_frame(by_time[::-1]), JITTER)) == [r[2] for r in WRITTEN]
 
 
+def test_a_group_after_a_step_whose_lines_share_one_elapsed_is_moved_too() -> None:
+    """The lines after a step back all logged in one millisecond (a completion, the finish, the release):
+    their group begins and ends at one elapsedMs, and is still read after the group it continues."""
+    written = [
+        ("job_triggered", "poll-1", 1408, 0),
+        ("lock_acquired", "poll-1", 1414, 0),
+        ("job_started", "poll-1", 1415, 0),
+        ("job_finished", "poll-1", 2556, -2080),
+        ("lock_released", "poll-1", 2556, -2080),
+    ]
+    by_time = _by_time(written)
+    assert [r[2] for r in by_time] == [2556, 2556, 1408, 1414, 1415]
+    assert _written(write_positions(_frame(by_time), JITTER)) == [r[2] for r in written]
+
+
 def test_a_file_written_in_order_is_read_in_line_order() -> None:
     got = write_positions(_frame(WRITTEN), JITTER)
     assert not got["_sorted"].any()  # its times go back at the step

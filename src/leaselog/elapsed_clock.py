@@ -18,8 +18,9 @@ a run left open that logs its end after the lifecycle started again, two finishe
 following, lived on beside the new run in one process, so a step between the two shows too), and counts
 only where it is a timeline: over the job's lines on the pod in the file, at least two of its steps, and
 twice as many as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call
-agrees nowhere). Lines without an execution id are taken by job, pod and thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
-line of the job on that pod in that file from its first line on, and two lanes that show it count it once.
+agrees nowhere). Lines without an execution id are taken by job, pod and thread. A step is the pod's
+clock's: found in one lane (an execution, a thread), it is undone for every line of the job on that pod
+in that file from its first line on, and two lanes that show it count it once.
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     narrow = (
         df.lazy()
         .with_row_index("_row")
-        .filter(pl.col("job_id").is_not_null() & pl.col("t_wall").is_not_null())
+        # (a process's start, which no job has, is kept only to say where the pod's elapsedMs begins anew)
+        .filter(
+            (pl.col("job_id").is_not_null() | (pl.col("event") == "process_started"))
+            & pl.col("t_wall").is_not_null()
+        )
         .select(
             "_row",
             pl.struct("job_id", who.alias("who"), pod, "file_index").hash().alias("_k"),
@@ -80,6 +85,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "elapsed_ms",
             "thread",
             "event",
+            (pl.col("event") == "process_started").alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
@@ -111,6 +117,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             .cum_sum()
             .alias("_epoch")
         )
+        .filter(~pl.col("_start"))
         .sort("_k", "line")
     )
     new_k = (pl.col("_k") != pl.col("_k").shift(1)).fill_null(True)

@@ -392,6 +392,10 @@ def build_events(
     # a wall clock that stepped inside an execution is read with the step undone (its own elapsedMs shows
     # it): the lines after a step back are then no end before their start, and durations hold
     df = undo_clock_steps(df, settings.clock_jitter_ms)
+    # a process's start (Spring Boot's start-up line) only told the clock where `elapsedMs` counts from
+    # anew: it is no lease event, and no job's
+    if (started := df["event"] == "process_started").any():
+        df = df.filter(~started)
     # A timestamp that is present but unreadable makes its line malformed; so does a missing one in a file
     # with wall-clock times (the event cannot be placed).
     file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")

@@ -25,6 +25,10 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     # The lock's client lost its Redis connection and reconnected, to a new primary after a failover
     # (`master changed`): what a lease held on the old primary may not have survived.
     "lock_reconnected",
+    # A process started (Spring Boot's `Started X in s seconds (process running for u)`): no lease event
+    # and no job's; it says where a pod's `elapsedMs` counts from anew (leaselog.elapsed_clock), and the
+    # events frame does not keep it.
+    "process_started",
 )
 
 # alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)

@@ -198,25 +198,39 @@ def _links(e: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         pl.col("event").last().is_in(list(_OPEN)).alias("_open"),
     )
     shared = e.select("_c", "_lane").unique()
-    # the group just before each in elapsedMs (the one whose elapsedMs ends last at or before its start)
-    cand = (
-        groups.sort("_el_min")
+    # the group just before each in elapsedMs (the one whose elapsedMs ends last at or before its start):
+    # another group ending exactly where it starts, else the last ending before (never the group itself,
+    # which ends where it starts when all its lines share one elapsedMs)
+    before = groups.select(
+        "_f",
+        pl.col("_c").alias("_pc"),
+        pl.col("_el_max").alias("_p_el_max"),
+        pl.col("_n").alias("_pn"),
+        pl.col("_t_min").alias("_pt_min"),
+        pl.col("_t_max").alias("_pt_max"),
+        pl.col("_o_ref").alias("_po_ref"),
+    )
+    tied = (
+        groups.join(before, left_on=["_f", "_el_min"], right_on=["_f", "_p_el_max"])
+        .filter(pl.col("_pc") != pl.col("_c"))
+        .with_columns(pl.col("_el_min").alias("_p_el_max"))
+        .unique("_c", keep="first", maintain_order=True)
+    )
+    strict = (
+        groups.join(tied.select("_c"), on="_c", how="anti")
+        .sort("_el_min")
         .join_asof(
-            groups.sort("_el_max").select(
-                "_f",
-                pl.col("_c").alias("_pc"),
-                pl.col("_el_max").alias("_p_el_max"),
-                pl.col("_n").alias("_pn"),
-                pl.col("_t_min").alias("_pt_min"),
-                pl.col("_t_max").alias("_pt_max"),
-                pl.col("_o_ref").alias("_po_ref"),
-            ),
+            before.sort("_p_el_max"),
             left_on="_el_min",
             right_on="_p_el_max",
             by="_f",
             strategy="backward",
+            allow_exact_matches=False,
             check_sortedness=False,
         )
+    )
+    cand = (
+        pl.concat([tied.select(strict.columns), strict])
         .filter(pl.col("_pc").is_not_null() & (pl.col("_pc") != pl.col("_c")))
         .filter(pl.col("_po_ref") - pl.col("_o_ref") > jitter_ms)
     )

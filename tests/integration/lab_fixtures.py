@@ -202,6 +202,30 @@ FIXTURES = [
         kept=True,
     ),
     Fixture(
+        "restart-between-runs",
+        "a scheduler pod killed between two runs and restarted: the new process counts elapsedMs from its "
+        "own start, past the old process's last value, and with no run open across the restart the new "
+        "origin was read as a forward clock_step of 1.4 s; Spring Boot's start-up line tells the restart",
+        _kept("restart-between-runs"),  # run 1 of campaign seed 2060
+        kept=True,
+    ),
+    Fixture(
+        "step-between-runs",
+        "pod-b's clock steps forward by 2248 ms between two of its runs while its process is younger than "
+        "the step: elapsedMs runs on past the old count as after a restart, but no start-up line lies "
+        "between, so it is a step of the clock, found and sized",
+        _kept("step-between-runs"),  # run 27 of campaign seed 2041
+        kept=True,
+    ),
+    Fixture(
+        "step-then-crash-sorted",
+        "pod-b's clock steps back 2080 ms mid-run and the three lines after the step share one elapsedMs; "
+        "in renderings sorted by time (kubectl --prefix, Loki) that group was not joined to the run it "
+        "continues: the step went unseen and the finish and release were rejected as ending before the start",
+        _kept("step-then-crash-sorted"),  # run 22 of campaign seed 2081
+        kept=True,
+    ),
+    Fixture(
         "retry-spacing-interval",
         "A's renewals fail during an ACL network cut and are retried every 306 ms; C, a later healthy "
         "execution, renews on its 625 ms schedule and gets renewal_gap warnings (the 306 ms retry spacing "

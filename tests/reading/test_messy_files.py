@@ -63,8 +63,10 @@ def test_two_terminal_capture_gives_the_demo_findings_with_all_six_lines() -> No
         text = Path(r.path).read_text()
         assert ":: Spring Boot ::" in text and "  INFO " in text  # the banner and the console lines are there
         assert r.format == "spring-console"
-        assert (r.used, r.malformed) == (3, 0)
-        assert r.ignored == r.lines - 3
+        # the three printf lease lines, and Spring Boot's `Started ... (process running for ...)`
+        assert (r.used, r.malformed) == (4, 0)
+        assert r.dialects == {"spring-boot": 1}
+        assert r.ignored == r.lines - 4
         assert r.other_shapes == {"logfmt": 3}  # the printf lines: said under the Inputs table
     assert a.events.height == 6
     kinds = {f.kind: f for f in a.finding_list}
@@ -394,7 +396,7 @@ def test_inspect_shows_the_keys_of_lines_in_another_shape_than_the_first_guess()
     from leaselog.reading.inspect import inspect_file
 
     ins = inspect_file(DEMO / "terminal-a.log")
-    assert ins.format == "spring-console" and ins.report.used == 3
+    assert ins.format == "spring-console" and ins.report.used == 4  # (3 lease lines, 1 start-up line)
     fills = {k.key: k.field for k in ins.keys}
     assert fills["jobId"] == "job_id" and fills["elapsedMs"] == "elapsed_ms" and fills["thread"] == "thread"
 

@@ -119,19 +119,7 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
     )
     r = sp.join(iv, on=EXEC_KEYS, how="inner")
     mid = r.filter(pl.col("gap_ms") > GAP_FACTOR * pl.col("interval_ms")).select(
-        *EXEC_KEYS,
-        "pod",
-        "clock",
-        "interval_ms",
-        "interval_source",
-        pl.col("prev_t").alias("gap_start"),
-        pl.col("t").alias("gap_end"),
-        "gap_ms",
-        pl.col("prev_file").alias("start_file"),
-        pl.col("prev_line").alias("start_line"),
-        pl.col("file").alias("end_file"),
-        pl.col("line").alias("end_line"),
-        pl.lit("between").alias("gap_kind"),
+        *_gap_bounds("between", ("prev_t", "prev_file", "prev_line"), ("t", "file", "line")),
         "seq",
         "start_seq",
         "renewal_outcome",
@@ -195,19 +183,7 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
         )
         last = last.join(w, on=EXEC_KEYS, how="left")
     tail = last.select(
-        *EXEC_KEYS,
-        "pod",
-        "clock",
-        "interval_ms",
-        "interval_source",
-        pl.col("t").alias("gap_start"),
-        pl.col("last_work_at").alias("gap_end"),
-        "gap_ms",
-        pl.col("file").alias("start_file"),
-        pl.col("line").alias("start_line"),
-        pl.col("last_work_file").alias("end_file"),
-        pl.col("last_work_line").alias("end_line"),
-        pl.lit("trailing").alias("gap_kind"),
+        *_gap_bounds("trailing", ("t", "file", "line"), ("last_work_at", "last_work_file", "last_work_line")),
         "renewal_outcome",
         "late",
         pl.lit(None, dtype=pl.Int64).alias("lines_inside"),
@@ -216,6 +192,26 @@ def gaps(ctx: CheckContext) -> pl.DataFrame:
         else pl.lit(None, dtype=pl.Int64).alias("work_inside"),
     )
     return pl.concat([mid, tail], how="diagonal_relaxed").sort("job_id", "gap_start")
+
+
+def _gap_bounds(kind: str, start: tuple[str, str, str], end: tuple[str, str, str]) -> list[pl.Expr | str]:
+    """A gap's columns: the execution, its renewal interval, and where the gap starts and ends (each bound
+    given as the columns holding its time, file and line)."""
+    return [
+        *EXEC_KEYS,
+        "pod",
+        "clock",
+        "interval_ms",
+        "interval_source",
+        pl.col(start[0]).alias("gap_start"),
+        pl.col(end[0]).alias("gap_end"),
+        "gap_ms",
+        pl.col(start[1]).alias("start_file"),
+        pl.col(start[2]).alias("start_line"),
+        pl.col(end[1]).alias("end_file"),
+        pl.col(end[2]).alias("end_line"),
+        pl.lit(kind).alias("gap_kind"),
+    ]
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:

@@ -25,7 +25,9 @@ from leaselog.checks.contract import CheckContext, derived
 from leaselog.checks.phrasing import durations, text
 
 
-def _behind(ctx: CheckContext) -> pl.DataFrame:
+def _ordering_facts(ctx: CheckContext) -> pl.DataFrame:
+    """Every ordering fact between two pods of a job: the anchors' (`facts`), then each release that
+    deleted the key before the next acquisition (`fact` "release")."""
     released = (
         handoffs(ctx)
         .filter("y_after")
@@ -35,14 +37,32 @@ def _behind(ctx: CheckContext) -> pl.DataFrame:
             pl.col("pod_y").alias("then_pod"),
             (-pl.col("contradiction_ms")).alias("gap_ms"),
             pl.lit("release").alias("fact"),
+            pl.col("released_at").alias("first_at"),
+            pl.col("acquired_at_y").alias("then_at"),
             pl.col("released_file").alias("first_file"),
             pl.col("released_line").alias("first_line"),
             pl.col("acquired_file_y").alias("then_file"),
             pl.col("acquired_line_y").alias("then_line"),
+            pl.col("execution_id").alias("first_id"),
+            pl.col("execution_id_y").alias("then_id"),
         )
     )
     f = facts(ctx).select(released.columns)
-    both = pl.concat([f, released.cast(f.schema)])
+    return pl.concat([f, released.cast(f.schema)])
+
+
+def _behind(ctx: CheckContext) -> pl.DataFrame:
+    both = _ordering_facts(ctx).select(
+        "job_id",
+        "first_pod",
+        "then_pod",
+        "gap_ms",
+        "fact",
+        "first_file",
+        "first_line",
+        "then_file",
+        "then_line",
+    )
     # a pair whose offset changed has no one offset
     changed = offset_steps(ctx)
     if changed.height:
@@ -158,23 +178,7 @@ def _pair_bounds(ctx: CheckContext) -> pl.DataFrame:
     """Every ordering fact between two pods of a job (deleting releases included) as a bound on the
     offset `d` of pod `b`'s clock against pod `a`'s (a < b by name): `upper` (d < upper) or `lower`
     (d > lower), in the order of the facts' moments (`at`), with the lines of both pods."""
-    h = handoffs(ctx).filter("y_after")
-    released = h.select(
-        "job_id",
-        pl.col("pod").alias("first_pod"),
-        pl.col("pod_y").alias("then_pod"),
-        (-pl.col("contradiction_ms")).alias("gap_ms"),
-        pl.col("released_at").alias("first_at"),
-        pl.col("acquired_at_y").alias("then_at"),
-        pl.col("released_file").alias("first_file"),
-        pl.col("released_line").alias("first_line"),
-        pl.col("acquired_file_y").alias("then_file"),
-        pl.col("acquired_line_y").alias("then_line"),
-        pl.col("execution_id").alias("first_id"),
-        pl.col("execution_id_y").alias("then_id"),
-    )
-    f = facts(ctx).select(released.columns)
-    both = pl.concat([f, released.cast(f.schema)]).filter(
+    both = _ordering_facts(ctx).filter(
         pl.col("first_pod").is_not_null()
         & pl.col("then_pod").is_not_null()
         & (pl.col("first_pod") != pl.col("then_pod"))

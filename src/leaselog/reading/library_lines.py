@@ -33,6 +33,13 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
     if "dialect" not in raw.columns or raw["dialect"].null_count() == raw.height:
         return raw
 
+    # a process's start is read (its line is used) but is no lease event (leaselog.elapsed_clock reads it)
+    reports = {st.index: st.report for st in streams}
+    for file_index, n in (
+        raw.filter(pl.col("event") == "process_started").group_by("file_index").len().iter_rows()
+    ):
+        if file_index in reports:
+            reports[file_index].events -= n
     label = pl.col("raw_event")
     keep = pl.lit(True)
     for name, literal in _CONFIRM.items():
@@ -51,12 +58,12 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
             .over(["file_index", pl.col("thread").fill_null("")])
         )
         raw = raw.with_columns(pl.when(lone).then(before).otherwise(pl.col("job_id")).alias("job_id"))
-        keep = keep & pl.col("job_id").is_not_null()
+        # (a process's start names no job, and needs none)
+        keep = keep & (pl.col("job_id").is_not_null() | (pl.col("event") == "process_started"))
     raw = raw.with_row_index("_row")
     dropped = raw.filter(~keep)
     if not dropped.is_empty():
         kept_lines = raw.filter(keep).select("file_index", "line").unique()
-        reports = {st.index: st.report for st in streams}
         for file_index, n in dropped.group_by("file_index").len().iter_rows():
             if file_index in reports:
                 reports[file_index].events -= n

@@ -216,6 +216,22 @@ class PodLog:
         }
         self._write(line, None)
 
+    def started(self, app: str) -> None:
+        """Spring Boot's start-up line (StartupInfoLogger's `Started ...`), whose uptime is the moment this
+        log's `elapsedMs` counts from: where a restarted pod's count runs on past the old process's last
+        one, the line tells the restart from a forward step of the clock."""
+        m = mono_ms()
+        up = round(m - self.t0) / 1000
+        line = {
+            "ts": iso_ms(self.logged_ns(time.time_ns(), m)),
+            "pod": self.pod,
+            "thread": threading.current_thread().name,
+            "level": "INFO",
+            "logger": f"c.a.report.{app}",
+            "message": f"Started {app} in {up} seconds (process running for {up})",
+        }
+        self._write(line, None)
+
     def run(self, execution_id: str, run: str) -> RunLog:
         """The log of one execution of this pod: `execution_id` as logged, `run` its true name."""
         return RunLog(self, execution_id, run)

@@ -136,6 +136,7 @@ class Pod:
     def main(self) -> int:
         a = self.a
         threading.current_thread().name = "main"
+        self.log.started("ReportWorker")
         self.log.plain(
             f"worker {a.pod} up, consumer of {keys(a.prefix, a.job_id)['stream']}", "o.s.b.StartupInfoLogger"
         )

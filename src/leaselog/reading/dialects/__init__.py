@@ -120,6 +120,9 @@ class Dialect:
                 duration = got.pop("lease_duration", None)
                 if duration is not None and (ms := iso_duration_ms(duration)) is not None:
                     got["lease_ms"] = str(ms)
+                seconds = got.pop("elapsed_s", None)  # (a process's uptime in seconds: Spring Boot's)
+                if seconds is not None:
+                    got["elapsed_ms"] = str(round(float(seconds) * 1000))
                 out = {**rule.fields, **got}
                 if record is not None:
                     for name, keys in rule.keys.items():

@@ -296,8 +296,9 @@ def fluentbit_records(obj: dict[str, Any]) -> list[Record]:
         merged = {**log, **merged}
     rec = flatten_object(merged)
     for v in merged.values():
-        # Merge_Log_Key: the app's keys sit under one key; offer them un-prefixed
-        if isinstance(v, dict) and any(h in v for h in _JOB_ID_HINTS):
+        # Merge_Log_Key: the app's keys sit under one key; offer them un-prefixed (a line with no job id
+        # is offered too when it has a message: a lock library's or the framework's own line)
+        if isinstance(v, dict) and any(h in v for h in (*_JOB_ID_HINTS, "message", "msg")):
             for k2, v2 in flatten_object(v).items():
                 rec.setdefault(k2, v2)
     if "@timestamp" in obj:
