@@ -6,7 +6,9 @@ id, no thread, their lines interleaved: leaselog.execution_runs) is uncertain, w
 concluded: its figures rest on which line belongs to which run, which the logs do not say. The
 exceptions are what two such runs (and no third on that job and pod) decide whichever end is whose: their
 overlap (both lived from the later one's begin to the first of the two ends that follow) and the second
-attempt (which began first, and that the first was still going on).
+attempt (which began first, and that the first was still going on); and a clock step seen in the pod's
+own lines on an elapsedMs that keeps one origin across the runs (`details.elapsedOneOrigin`, set by the
+check: its clock's, whichever run wrote the lines on either side of it).
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ _DECIDED = {
         "or the thread, to tell the rest)."
     ),
 }
+
+# a step of the pod's clock, seen between two of its lines in the order it wrote them, on an elapsedMs that
+# keeps one origin across the runs (the process's): whichever run wrote each (a step the ordering facts
+# show across pods hangs on whose release or acquisition each is; an elapsedMs that starts again on the
+# pod may count each run from its own start, and then the lines compared must be one run's)
+_POD_CLOCK = (
+    " The logs cannot tell the job's runs on {pods} apart ({names}: no distinct execution id, no thread): "
+    "which line is whose is a guess, but not this step: it is the pod's clock's, seen between two of its "
+    "lines in the order it wrote them, on an elapsedMs that counts from one origin across the runs (it "
+    "never goes back), whichever run wrote each (log an execution id per run, or the thread, to tell the "
+    "rest)."
+)
 
 
 def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.DataFrame:
@@ -90,8 +104,11 @@ def identity_caveats(findings: pl.DataFrame, executions: pl.DataFrame) -> pl.Dat
             and len(pods[i] or []) == 1
             and (jobs[i], (pods[i] or [None])[0]) in pairs
         )
+        pod_clock = kinds[i] == "clock_step" and d.get("elapsedOneOrigin") is True
         if decided:
             message[i] += _DECIDED[kinds[i]].format(names=" and ".join(untold), pods=where)
+        elif untold and pod_clock:
+            message[i] += _POD_CLOCK.format(names=" and ".join(untold), pods=where)
         elif untold:
             certainty[i] = "uncertain"
             message[i] += _UNTOLD.format(names=", ".join(untold), pods=where)

@@ -13,12 +13,14 @@ the logged time can be shown.
 
 elapsedMs is compared within one run (it never goes back, there or anywhere in the job's lines on the pod,
 and its lifecycle does not start again after a run left open: a process restarted after a crash counts
-from a new origin; a worker's uptime spans the runs it finished, so a step between two of them shows), and
-counts only where it
-is a timeline: over the job's lines on the pod in the file, at least two of its steps, and twice as many
-as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call agrees nowhere). Lines without an execution id are taken by job, pod and
-thread. A step is the pod's clock's: found in one lane (an execution, a thread), it is undone for every
-line of the job on that pod in that file from its first line on, and two lanes that show it count it once.
+from a new origin; a worker's uptime spans the runs it finished, so a step between two of them shows; and
+a run left open that logs its end after the lifecycle started again, two finishes or two releases
+following, lived on beside the new run in one process, so a step between the two shows too), and counts
+only where it is a timeline: over the job's lines on the pod in the file, at least two of its steps, and
+twice as many as disagree, agree with the wall clock (an `elapsedMs` that is the duration of one call
+agrees nowhere). Lines without an execution id are taken by job, pod and thread. A step is the pod's
+clock's: found in one lane (an execution, a thread), it is undone for every line of the job on that pod
+in that file from its first line on, and two lanes that show it count it once.
 """
 
 from __future__ import annotations
@@ -89,6 +91,8 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
             .then(pl.col("event").is_in(["lock_denied", "job_finished", "job_stopped", "lock_released"]))
             .alias("_closes"),
+            pl.col("event").is_in(["job_finished", "job_stopped"]).alias("_fin"),
+            (pl.col("event") == "lock_released").alias("_rel"),
         )
         .collect()
     )
@@ -120,15 +124,23 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # a run: the lines of one key in one epoch (elapsedMs never goes back within a run), not across a
     # lifecycle that starts again after a run left open (a crash: the restarted process counts elapsedMs
     # from a new origin, which may lie past the old one's last value); runs that ended go on into the next
-    # (a worker's uptime spans its runs: a step between two runs shows)
+    # (a worker's uptime spans its runs: a step between two runs shows). A run left open that logs its end
+    # after the lifecycle started again (two finishes, or two releases, before it starts again once more)
+    # did not die there: two runs of one lane lived at once (no thread or id tells them apart), in one
+    # process, and its elapsedMs runs on across them
     rank = pl.col("_rank").forward_fill().over("_k")
     closed = pl.col("_closes").forward_fill().over("_k")
+    again = (pl.col("_rank") < rank.shift(1)).fill_null(False)
+    begins = again & (pl.col("_rank") <= LIFECYCLE["job_started"])
+    el = el.with_columns((new_k | begins).cum_sum().alias("_life")).with_columns(
+        ((pl.col("_fin").sum().over("_life") > 1) | (pl.col("_rel").sum().over("_life") > 1)).alias("_both")
+    )
     el = el.with_columns(
         (
             new_k
             | (pl.col("_epoch") != pl.col("_epoch").shift(1)).fill_null(True)
             | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(True)
-            | ((pl.col("_rank") < rank.shift(1)) & ~closed.shift(1)).fill_null(False)
+            | (again & ~closed.shift(1) & ~pl.col("_both")).fill_null(False)
         )
         .cum_sum()
         .alias("_g")

@@ -193,6 +193,15 @@ FIXTURES = [
         kept=True,
     ),
     Fixture(
+        "redelivery-step-klog",
+        "a redelivery to a second consumer of the same pod runs while the first attempt goes on, and the "
+        "pod's clock steps back 2352 ms between the two; in klog without execution ids (no thread either) "
+        "the step was taken for a restarted process's new elapsedMs origin: no clock_step, the runs read in "
+        "their stepped times' order, the overlap and the zombie missed",
+        _kept("redelivery-step-klog"),  # run 6 of campaign seed 2061
+        kept=True,
+    ),
+    Fixture(
         "restart-between-runs",
         "a scheduler pod killed between two runs and restarted: the new process counts elapsedMs from its "
         "own start, past the old process's last value, and with no run open across the restart the new "

@@ -27,6 +27,7 @@ PASSING = {
     "negative-gap-message",
     "otlp-batch",
     "quick-retry-interval",
+    "redelivery-step-klog",
     "release-timeout-handover",
     "restart-between-runs",
     "retry-spacing-interval",
@@ -92,6 +93,38 @@ def test_runs_no_thread_tells_apart_score_clean_without_ids(tmp_path: Path) -> N
     assert any("cannot tell these runs apart" in n for n in doc["notes"])
     overlap = [f for f in doc["findings"] if f["kind"] == "overlapping_executions"]
     assert [(f["certainty"], f["severity"]) for f in overlap] == [("certain", "error")]
+
+
+def test_a_step_between_runs_no_thread_tells_apart_is_found_without_ids(tmp_path: Path) -> None:
+    """A redelivery to the same pod runs while the first attempt goes on, and the pod's clock steps back
+    between the two, in klog without ids: the step is found where it is (the redelivery's first line) and
+    sized by the process's elapsedMs, undone, and the runs read in the order the pod wrote them: the
+    overlap and the second attempt as in the flat logs, the zombie time uncertain (which end is whose is a
+    guess)."""
+    folder = ROOT / "redelivery-step-klog"
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    rs, doc = score_run(folder, truth, "klog", tmp_path, ids=False)
+    assert not [i for i in rs.items if i.status in ("missed", "false", "figure_error")], rs.items
+    status = {(i.status, i.kind) for i in rs.items}
+    assert {
+        ("found", "clock_step"),
+        ("found", "overlapping_executions"),
+        ("found", "second_attempt"),
+    } <= status
+    assert ("undecided", "lease_outlived") in status
+    by_kind = {f["kind"]: f for f in doc["findings"]}
+    step = by_kind["clock_step"]
+    assert [f["kind"] for f in doc["findings"]].count("clock_step") == 1
+    assert (step["certainty"], step["details"]["direction"], step["details"]["line"]) == (
+        "certain",
+        "backward",
+        5,
+    )
+    assert abs(step["durationMs"] - 2352) <= 1
+    assert "it is the pod's clock's" in step["message"]
+    overlap = by_kind["overlapping_executions"]
+    assert (overlap["certainty"], overlap["severity"], overlap["durationMs"]) == ("certain", "error", 401.0)
+    assert by_kind["lease_outlived"]["certainty"] == "uncertain"
 
 
 # (fixture, shape) pairs whose defect was a log shape read differently from the flat logs

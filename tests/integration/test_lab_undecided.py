@@ -83,6 +83,14 @@ def test_the_pods_no_rendering_tells_apart() -> None:
     assert indistinct_pods(_truth(), "flat", ids=False) == set()  # the thread tells them apart
 
 
+def test_runs_at_once_are_told_on_the_clock_before_a_step() -> None:
+    # pod-a's clock steps back 3.5 s while both run: their logged spans no longer overlap (a2 logs from
+    # -1310 to -599, a from -499 to 0), yet they ran at once
+    stepped = _truth()
+    stepped["clocks"] = {"pod-a": [{"fromMono": None, "offsetMs": 0}, {"fromMono": 1000, "offsetMs": -3500}]}
+    assert indistinct_pods(stepped, "klog", ids=False) == {"pod-a"}
+
+
 def test_a_finding_that_says_it_cannot_tell_is_undecided_where_the_logs_cannot() -> None:
     # a's zombie under the other reading of which finish is whose: 800 ms, not the true 1500 ms
     zombie = _f("lease_outlived", ["attempt-a"], told=False, durationMs=800.0)

@@ -352,7 +352,7 @@ def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     return (
         f.with_columns((~same).cum_sum().alias("_step"))
         .with_columns(pl.col("back_ms").max().over("_step").alias("back_ms"))
-        .sort("_step", pl.col("exact"), pl.col("step_ms").abs(), descending=[False, True, True])
+        .sort("_step", pl.col("exact"), "_o", pl.col("step_ms").abs(), descending=[False, True, False, True])
         .unique("_step", keep="first", maintain_order=True)
         .drop("_p", "_o", "_po", "_step")
     )

@@ -24,6 +24,53 @@ from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import details, evidence
 from leaselog.checks.offsets import step_rows
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.execution_runs import UNTOLD_NAMES
+
+
+def _untold_steps(ctx: CheckContext, steps: pl.DataFrame) -> pl.DataFrame:
+    """(job_id, file, line, `_untold`, `_one_origin`) of the steps beside a run the logs cannot tell from
+    another (no thread, no distinct id: leaselog.execution_runs): whether the job's elapsedMs on that pod
+    in that file never goes back in line order (one origin, the process's: any two of its lines compare,
+    whichever run wrote each, so the step is the pod's clock's, not a guess of whose line is whose)."""
+    untold = (
+        ctx.executions.lazy()
+        .filter(pl.col("execution_from").is_in(list(UNTOLD_NAMES)))
+        .select("job_id", "execution_id")
+        .collect()
+    )
+    keys = ["job_id", "pod", "file"]
+    if not untold.height or not steps.height:
+        return pl.DataFrame(
+            schema={
+                "job_id": pl.String,
+                "file": pl.String,
+                "line": pl.Int64,
+                "_untold": pl.Boolean,
+                "_one_origin": pl.Boolean,
+            }
+        )
+    near = steps.filter(
+        pl.struct("job_id", "execution_id").is_in(untold.to_struct().implode())
+        | pl.struct("job_id", pl.col("prev_execution_id").alias("execution_id")).is_in(
+            untold.to_struct().implode()
+        )
+    ).select(*keys, "line")
+    one_origin = (
+        ctx.events.lazy()
+        .filter(pl.col("elapsed_ms").is_not_null() & pl.col("file").is_not_null())
+        .join(near.lazy().select(keys).unique(), on=keys, how="semi", nulls_equal=True)
+        .sort(*keys, "line", "seq")
+        .group_by(keys)
+        .agg((pl.col("elapsed_ms").diff().min().fill_null(0.0) >= 0).alias("_one_origin"))
+        .collect()
+    )
+    return (
+        near.join(one_origin, on=keys, how="left", nulls_equal=True)
+        .select(
+            "job_id", "file", "line", pl.lit(True).alias("_untold"), pl.col("_one_origin").fill_null(False)
+        )
+        .unique(["job_id", "file", "line"])
+    )
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
@@ -45,6 +92,17 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         pl.col("prev_execution_id").ne_missing(pl.col("execution_id"))
         & pl.col("prev_execution_id").is_not_null()
     )
+    steps = steps.join(_untold_steps(ctx, steps), on=["job_id", "file", "line"], how="left")
+    fields = {
+        "stepMs": pl.col("step_ms").abs(),
+        "direction": pl.when(pl.col("step_ms") > 0).then(pl.lit("forward")).otherwise(pl.lit("backward")),
+        "sizeExact": pl.col("exact"),
+        "logRunsBackMs": pl.col("back_ms"),
+        "file": pl.col("file"),
+        "line": pl.col("line"),
+        "contradicts": pl.col("contradicts"),
+        "byCausalFacts": pl.col("by_facts"),
+    }
     return steps.join(explained, on=["job_id", "file", "line"], how="left").with_columns(
         pl.when(two)
         .then(pl.concat_list("prev_execution_id", "execution_id"))
@@ -62,16 +120,12 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             (pl.col("file"), pl.col("prev_line"), "last line before the step"),
             (pl.col("file"), pl.col("line"), "first line after the step"),
         ).alias("evidence"),
-        details(
-            stepMs=pl.col("step_ms").abs(),
-            direction=pl.when(pl.col("step_ms") > 0).then(pl.lit("forward")).otherwise(pl.lit("backward")),
-            sizeExact=pl.col("exact"),
-            logRunsBackMs=pl.col("back_ms"),
-            file=pl.col("file"),
-            line=pl.col("line"),
-            contradicts=pl.col("contradicts"),
-            byCausalFacts=pl.col("by_facts"),
-        ).alias("details"),
+        # beside runs not told apart: whether the pod's elapsedMs keeps one origin across them (then the
+        # step holds whichever run wrote each line: leaselog.caveats keeps it certain)
+        pl.when(pl.col("_untold").fill_null(False) & ~pl.col("by_facts"))
+        .then(details(**fields, elapsedOneOrigin=pl.col("_one_origin")))
+        .otherwise(details(**fields))
+        .alias("details"),
     )
 
 

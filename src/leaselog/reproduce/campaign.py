@@ -24,7 +24,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from leaselog.reproduce.plan import Plan, plan_from_dict
 from leaselog.reproduce.rows import without_ids, without_threads
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
-from leaselog.reproduce.undecided import indistinct_pods
+from leaselog.reproduce.undecided import concurrent_pods, indistinct_pods
 
 ProgressFn = Callable[[str], None]
 COLUMNS = (
@@ -148,8 +147,7 @@ def differences(
 
 def interleaved(truth: dict[str, Any]) -> bool:
     """Did two attempts of one pod run at once (then only an id or a thread tells their lines apart)?"""
-    runs = sorted(true_runs(truth), key=lambda r: (r.pod, r.first_ms))
-    return any(a.pod == b.pod and b.first_ms <= a.last_ms for a, b in pairwise(runs))
+    return bool(concurrent_pods(truth))
 
 
 def differential(

@@ -22,13 +22,20 @@ UNDECIDED = (
 )
 
 
+def concurrent_pods(truth: dict[str, Any]) -> frozenset[str]:
+    """The pods two of whose attempts truly ran at once (then only an id or a thread tells their lines
+    apart). Told on each pod's clock as it was before any step: a step back while both ran can put the
+    later one's logged span wholly before the earlier one's."""
+    runs = sorted(true_runs(truth, stepped=False), key=lambda r: (r.pod, r.first_ms))
+    return frozenset(a.pod for a, b in pairwise(runs) if a.pod == b.pod and b.first_ms <= a.last_ms)
+
+
 def indistinct_pods(truth: dict[str, Any], shape: str, ids: bool) -> frozenset[str]:
     """The pods two of whose attempts truly ran at once, in a rendering (`shape`, with or without ids)
     that tells them apart by neither a thread nor a distinct execution id."""
     if shape not in NO_THREAD or (ids and truth["plan"].get("id_style") != "reused"):
         return frozenset()
-    runs = sorted(true_runs(truth), key=lambda r: (r.pod, r.first_ms))
-    return frozenset(a.pod for a, b in pairwise(runs) if a.pod == b.pod and b.first_ms <= a.last_ms)
+    return concurrent_pods(truth)
 
 
 def says_undecided(f: dict[str, Any], pods: frozenset[str]) -> bool:
