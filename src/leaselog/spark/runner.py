@@ -98,7 +98,7 @@ def session(master: str | None = None, *, app: str = "leaselog") -> SparkSession
 def _spark_type(dtype: pl.DataType) -> Any:
     from pyspark.sql import types as T
 
-    if dtype == pl.String:
+    if dtype == pl.String or dtype == pl.Categorical:  # (the events' Categorical columns travel as strings)
         return T.StringType()
     if dtype == pl.Int64:
         return T.LongType()
@@ -127,6 +127,7 @@ def _arrow_schema(with_meta: bool) -> pa.Schema:
 
     types = {
         pl.String: pa.string(),
+        pl.Categorical: pa.string(),
         pl.Int64: pa.int64(),
         pl.Int8: pa.int8(),
         pl.Float64: pa.float64(),
