@@ -202,9 +202,10 @@ class PodLog:
             step = {"fromMono": round(self.step_at, 3), "stepMs": self.clock_step[1]}
             self.clock_file.write_text(json.dumps(step) + "\n", encoding="utf-8")
 
-    def plain(self, message: str, logger: str = "c.a.report.Worker") -> None:
-        """A line unrelated to leases, as real logs have between lease events (leaselog must ignore it)."""
-        ts = iso_ms(self.logged_ns(time.time_ns(), mono_ms()))
+    def plain(self, message: str, logger: str = "c.a.report.Worker", m: float | None = None) -> None:
+        """A line that is no lease event, as real logs have between lease events, logged now (`m`: the
+        monotonic moment already taken for it)."""
+        ts = iso_ms(self.logged_ns(time.time_ns(), mono_ms() if m is None else m))
         thread = threading.current_thread().name
         line = {
             "ts": ts,
@@ -222,15 +223,7 @@ class PodLog:
         one, the line tells the restart from a forward step of the clock."""
         m = mono_ms()
         up = round(m - self.t0) / 1000
-        line = {
-            "ts": iso_ms(self.logged_ns(time.time_ns(), m)),
-            "pod": self.pod,
-            "thread": threading.current_thread().name,
-            "level": "INFO",
-            "logger": f"c.a.report.{app}",
-            "message": f"Started {app} in {up} seconds (process running for {up})",
-        }
-        self._write(line, None)
+        self.plain(f"Started {app} in {up} seconds (process running for {up})", f"c.a.report.{app}", m)
 
     def run(self, execution_id: str, run: str) -> RunLog:
         """The log of one execution of this pod: `execution_id` as logged, `run` its true name."""
