@@ -6,24 +6,40 @@ A failover run keeps its lock (the lock key and the fencing counter) on a pair o
 primary as a replication user of its own. The stream, the markers and the result store stay on the run's
 main server (they are other systems: the queue and the resource the job writes to).
 
+One Sentinel (`redis-server <conf> --sentinel`: quorum 1, `down-after-milliseconds` DOWN_AFTER_MS)
+monitors the pair; it is started once the replica is in sync and is known to it (it learns replicas from
+the primary's INFO, which no longer lists a replica once it is cut off).
+
 The fault, as the measured incident had it:
-1. **cut**: before pod A acquires, the replica is cut off the primary: the replication user is disabled
-   (`ACL SETUSER ... off`) and its connection killed (`CLIENT KILL USER`). The replica's link is down and
-   every reconnection is refused (WRONGPASS), as a replica behind a network partition; the primary goes on
-   accepting writes (no `min-replicas-to-write`), so A's `SET NX` and its fencing `INCR` never reach the
-   replica. Pausing the replica instead (SIGSTOP, `DEBUG SLEEP`) would not lose the write: the primary's
-   bytes wait in the replica's socket buffer and are applied when it resumes.
+1. **cut**: before pod A acquires (the run's request is published only after the cut), the replica is cut
+   off the primary: the replication user is disabled (`ACL SETUSER ... off`) and its connection killed
+   (`CLIENT KILL USER`). The replica's link is down and every reconnection is refused (WRONGPASS), as a
+   replica behind a network partition; the primary goes on accepting writes (no `min-replicas-to-write`),
+   so A's `SET NX` and its fencing `INCR` never reach the replica. Pausing the replica instead (SIGSTOP,
+   `DEBUG SLEEP`) would not lose the write: the primary's bytes wait in the replica's socket buffer and are
+   applied when it resumes.
 2. **kill**: at the drawn moment the primary is SIGKILLed (nothing it had is saved anywhere).
-3. **promote**: after the drawn gap the replica is promoted (`REPLICAOF NO ONE`), and its address is
-   published where the workers look for the primary (the harness plays Sentinel's part: a worker whose
-   lease command finds the old primary gone asks for the current one, reconnects, and logs
-   `lock_reconnected`). The promoted replica has neither A's key nor A's fencing increment: the next
-   acquirer gets the key, and A's token again.
+3. **promote**: Sentinel finds the primary down (`+sdown`, `+odown` with quorum 1), elects itself, and
+   promotes the replica (`SLAVEOF NO ONE`; `+promoted-slave`, `+switch-master`). It does so only for a
+   replica whose link has been down no longer than `down-after-milliseconds` x 10 plus the time the
+   primary has been down (sentinel.c `sentinelSelectSlave`, Redis 7.0.15): publishing the request after
+   the cut keeps the link's down time to A's acquisition and the kill. The harness asks Sentinel
+   (`SENTINEL GET-MASTER-ADDR-BY-NAME`) until it names the replica, and publishes that address where the
+   workers look for the primary: a worker whose lease command finds the old primary gone asks for the
+   current one, reconnects, and logs `lock_reconnected`. The promoted replica has neither A's key nor A's
+   fencing increment: the next acquirer gets the key, and A's token again. The promotion's moment is
+   Sentinel's, not drawn: the drawn gap is what the kill waits for at least, and the moments after it
+   (pod B's trigger) keep their distance to the promotion.
+
+Sentinel's log and the promoted replica's (`redis-sentinel.log`, `redis-replica.log`, as Redis writes
+them: local time without a zone, the processes run with TZ=UTC) are copied into the run's folder beside
+the pods' logs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import shutil
 import subprocess
@@ -40,7 +56,18 @@ from leaselog.reproduce.pod import mono_ms
 from leaselog.reproduce.server import ReproduceError, free_port, server_args
 
 START_TIMEOUT_S = 10.0
+PROMOTION_TIMEOUT_S = 20.0
 REPL_USER = "leaselog-lab-replication"
+MASTER_NAME = "leaselog-lock"  # the name Sentinel monitors the pair under
+DOWN_AFTER_MS = 300
+FAILOVER_TIMEOUT_MS = 5000
+# Sentinel's timers (`SENTINEL DEBUG`, sentinel.c 7.0.15): INFO every 500 ms while the primary is up (10 s by
+# default: a replica whose last INFO is older than 5 s when the primary is down is never promoted), and no
+# TILT for a timer late by less than 10 s (a loaded machine's pause is no clock jump)
+SENTINEL_DEBUG = ("info-period", "500", "tilt-trigger", "10000")
+# the logs copied into the run's folder: the file in the pair's folder -> its name there
+REDIS_LOGS = {"sentinel.log": "redis-sentinel.log", "replica.log": "redis-replica.log"}
+UTC_ENV = {**os.environ, "TZ": "UTC"}
 FAILOVER_SHARE = 0.3  # of the runs with one execution per pod
 CLOCK_STEP_SHARE = 0.2  # of the other runs
 UNIT_MS = 100
@@ -90,7 +117,34 @@ def _start(exe: str, port: int, folder: Path, name: str, extra: list[str]) -> su
     # a replica's first full sync starts at once (Redis 7 waits 5 s for more replicas by default)
     args = server_args(exe, port, folder, f"{name}.log", "notice", "--repl-diskless-sync-delay", "0", *extra)
     return subprocess.Popen(
-        args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=UTC_ENV
+    )
+
+
+def _start_sentinel(exe: str, port: int, folder: Path, primary_port: int) -> subprocess.Popen[bytes]:
+    """`redis-server sentinel.conf --sentinel` (Sentinel rewrites its config file: it must be writable)."""
+    conf = folder / "sentinel.conf"
+    conf.write_text(
+        "\n".join(
+            (
+                f"port {port}",
+                "bind 127.0.0.1",
+                f"dir {folder}",
+                f"logfile {folder / 'sentinel.log'}",
+                f"sentinel monitor {MASTER_NAME} 127.0.0.1 {primary_port} 1",
+                f"sentinel down-after-milliseconds {MASTER_NAME} {DOWN_AFTER_MS}",
+                f"sentinel failover-timeout {MASTER_NAME} {FAILOVER_TIMEOUT_MS}",
+                "",
+            )
+        ),
+        encoding="utf-8",
+    )
+    return subprocess.Popen(
+        [exe, str(conf), "--sentinel"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=UTC_ENV,
     )
 
 
@@ -99,7 +153,7 @@ def _client(url: str) -> Any:
 
 
 class LockPair:
-    """A primary and its replica for one run's lock; `close()` stops whatever is left of them."""
+    """A primary, its replica and a Sentinel for one run's lock; `close()` stops whatever is left of them."""
 
     def __init__(self, executable: str = "redis-server") -> None:
         exe = shutil.which(executable)
@@ -132,6 +186,13 @@ class LockPair:
             self.replica = _client(self.replica_url)
             self._wait(self.replica)
             self._wait_synced()
+            self.primary_port, self.replica_port = pport, rport
+            sport = free_port()
+            self.procs.append(_start_sentinel(exe, sport, self.folder, pport))
+            self.sentinel = _client(f"redis://127.0.0.1:{sport}/0")
+            self._wait(self.sentinel)
+            self.sentinel.execute_command("SENTINEL", "DEBUG", *SENTINEL_DEBUG)
+            self._wait_known()
         except BaseException:
             self.close()
             raise
@@ -158,6 +219,22 @@ class LockPair:
             time.sleep(0.02)
         raise ReproduceError(f"the replica never synchronised{self.server_logs()}")
 
+    def _wait_known(self) -> None:
+        """Sentinel lists the replica, up, with its INFO read (it learns replicas from the primary's INFO)."""
+        end = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < end:
+            for r in self.sentinel.execute_command("SENTINEL", "REPLICAS", MASTER_NAME) or []:
+                info = r if isinstance(r, dict) else dict(zip(r[::2], r[1::2], strict=True))
+                if info.get("port") == str(self.replica_port) and info.get("flags") == "slave":
+                    return
+            time.sleep(0.02)
+        raise ReproduceError(f"Sentinel never listed the replica{self.server_logs()}")
+
+    def sentinel_primary(self) -> int:
+        """The port of the primary Sentinel names now."""
+        _host, port = self.sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
+        return int(port)
+
     def server_logs(self) -> str:
         tails = [
             f"\n--- {f.name} ---\n{f.read_text(errors='replace')[-800:]}"
@@ -176,25 +253,39 @@ class LockPair:
             time.sleep(0.01)
         self.events["cutMono"] = round(mono_ms(), 3)
 
-    def kill_primary(self) -> None:
+    def kill_primary(self, lock_key: str) -> None:
+        # Sentinel has not failed over on its own (a primary slow to answer under load): the fault is ours
+        if self.sentinel_primary() != self.primary_port:
+            raise ReproduceError(f"Sentinel failed over before the primary was killed{self.server_logs()}")
+        # what the replica holds of the lock (nothing reaches it since the cut: what it will be promoted with)
+        self.events["replicaHadKey"] = bool(self.replica.exists(lock_key))
         self.procs[0].kill()
         self.procs[0].wait(timeout=10)
         self.events["primaryKilledMono"] = round(mono_ms(), 3)
 
-    def promote(self, coord: Any, prefix: str, lock_key: str) -> None:
-        """REPLICAOF NO ONE, then tell the workers where the primary is now (as Sentinel would)."""
-        # what the promoted replica holds of the lock right now (the truth: did it miss A's write?)
-        self.events["replicaHadKey"] = bool(self.replica.exists(lock_key))
-        self.replica.execute_command("REPLICAOF", "NO", "ONE")
+    def promote(self, coord: Any, prefix: str) -> None:
+        """Wait until Sentinel names the replica as the primary, then tell the workers (as a client that
+        asks Sentinel would learn it)."""
+        end = time.monotonic() + PROMOTION_TIMEOUT_S
+        while self.sentinel_primary() != self.replica_port:
+            if time.monotonic() > end:
+                raise ReproduceError(f"Sentinel never promoted the replica{self.server_logs()}")
+            time.sleep(0.01)
         self.events["promotedMono"] = round(mono_ms(), 3)
         coord.set(primary_key(prefix), self.replica_url, ex=600)
+
+    def keep_logs(self, out: Path) -> None:
+        """Sentinel's and the replica's logs into `out`, as Redis wrote them."""
+        for name, kept in REDIS_LOGS.items():
+            if (self.folder / name).exists():
+                shutil.copyfile(self.folder / name, out / kept)
 
     def close(self) -> None:
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=10)
-        for c in ("primary", "replica"):
+        for c in ("primary", "replica", "sentinel"):
             client = getattr(self, c, None)
             if client is not None:
                 client.close()

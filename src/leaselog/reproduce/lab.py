@@ -356,7 +356,7 @@ class _Run:
         plan, a = self.plan, self.procs["A"]
         f: dict[str, Any] = {"kind": plan.fault, "role": "A", "plannedMs": plan.fault_ms}
         if plan.fault == "failover" and self.pair is not None:
-            self.pair.kill_primary()
+            self.pair.kill_primary(self.k["lock"])
             f["startMono"] = self.pair.events["primaryKilledMono"]
             self.faults.append(f)
             return
@@ -393,7 +393,7 @@ class _Run:
         if f is None or "skipped" in f or "endMono" in f:
             return
         if self.plan.fault == "failover" and self.pair is not None:
-            self.pair.promote(self.client, self.prefix, self.k["lock"])
+            self.pair.promote(self.client, self.prefix)
             f.update(self.pair.events)
             f["endMono"] = self.pair.events["promotedMono"]
         elif self.plan.fault == "pause":
@@ -418,15 +418,20 @@ class _Run:
             actions.append((plan.fault_at_ms, 100, self.fault_start))
             if plan.fault != "crash":
                 actions.append((plan.fault_at_ms + plan.fault_ms, 101, self.fault_end))
+        # a failover's promotion is Sentinel's: the moments after it keep their distance to it
+        late = 0.0
         for at, _order, act in sorted(actions, key=lambda x: (x[0], x[1])):
-            delay = t0 + at - mono_ms()
+            delay = t0 + late + at - mono_ms()
             if delay > 0:
                 time.sleep(delay / 1000)
             act()
+            if act == self.fault_end and plan.fault == "failover":
+                late = max(late, mono_ms() - (t0 + at))
 
     def cleanup(self) -> None:
         stop_pods(self.procs.values())
         if self.pair is not None:
+            self.pair.keep_logs(self.out)
             self.pair.close()
         try:
             with contextlib.suppress(redis.RedisError):
@@ -442,9 +447,10 @@ class _Run:
 
 
 def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
-    """Run `plan`; the pods' flat logs land in `out/` (pod-*.jsonl), the truth is returned (and written)."""
+    """Run `plan`; the pods' flat logs land in `out/` (pod-*.jsonl; a failover run's Sentinel and promoted
+    replica logs beside them, redis-*.log), the truth is returned (and written)."""
     out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("pod-*.jsonl"):
+    for old in (*out.glob("pod-*.jsonl"), *out.glob("redis-*.log")):
         old.unlink()
     scratch = Path(tempfile.mkdtemp(prefix="leaselog-lab-"))
     run = _Run(plan, target, out, scratch)
@@ -467,10 +473,16 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 )
             run.pair = LockPair()
             run.client.set(primary_key(run.prefix), run.pair.primary_url, ex=600)
-            # the replica is partitioned off before anyone acquires: it will miss A's SET NX and INCR
+        if run.pair is not None:
+            # the replica is partitioned off before anyone acquires (it will miss A's SET NX and INCR), and
+            # as late as that allows (Sentinel promotes no replica whose link has been down too long): the
+            # request A takes is published once the pods are up and the replica is cut off
+            for p in plan.pods:
+                run.spawn(p)
+            run.up()
             run.pair.cut()
         run.client.xadd(run.k["stream"], {"jobId": run.job_id, "report": "monthly-revenue"})
-        for p in plan.pods:
+        for p in plan.pods if run.pair is None else ():
             run.spawn(p)
         if plan.layout == "pods":
             run.wait_signal("started:A")
