@@ -20,6 +20,7 @@ from leaselog.dialect_rows import settle_lease_ends
 from leaselog.elapsed_clock import undo_clock_steps
 from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
+from leaselog.failovers import empty_failovers, split_failovers
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
@@ -313,6 +314,8 @@ class BuiltEvents:
     notes: list[str] = field(default_factory=list)
     # file -> the zone its zone-less (local) timestamps were read in
     local_time_files: dict[str, str] = field(default_factory=dict)
+    # the lock's Redis failing over (no job's: leaselog.failovers), in time order
+    failovers: pl.DataFrame = field(default_factory=empty_failovers)
 
 
 def build_events(
@@ -403,6 +406,8 @@ def build_events(
     # anew: it is no lease event, and no job's
     if (started := df["event"] == "process_started").any():
         df = df.filter(~started)
+    # the lock's Redis failing over is no job's either: a fact of the fleet
+    df, failovers, failover_rejected = split_failovers(df, settings.clock_offsets_ms)
     # A timestamp that is present but unreadable makes its line malformed; so does a missing one in a file
     # with wall-clock times (the event cannot be placed).
     file_has_wall = pl.col("t_wall").is_not_null().any().over("file_index")
@@ -470,6 +475,8 @@ def build_events(
     rejected = df.filter(bad).select(
         "file", "line", pl.format("lease event `{}`: {}", pl.col("raw_event"), pl.col("_why")).alias("reason")
     )
+    if failover_rejected.height:
+        rejected = pl.concat([rejected, failover_rejected], how="vertical_relaxed")
     if rejected.height:  # (filtering copies every column: only when there is something to drop)
         df = df.filter(~bad)
     # Events are numbered (`seq`) in the order they happened: within a file by time where it has wall
@@ -506,4 +513,6 @@ def build_events(
     all_wall = not (df["clock"] != "wall").any()
     df = df.with_columns(pl.col("t_wall").alias("t")) if all_wall else pseudo_times(df)
     events = df.select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()])
-    return BuiltEvents(events=events, rejected=rejected, notes=notes, local_time_files=local_files)
+    return BuiltEvents(
+        events=events, rejected=rejected, notes=notes, local_time_files=local_files, failovers=failovers
+    )

@@ -8,6 +8,9 @@ and handed to every partition (`CheckContext.fleet`):
 - `log_ends`: the last moment logged per clock kind and file. Where the logs end tells a crashed
   execution that was never taken over (the logs go on past its lease expiry) from one the log window
   simply cut off (crash_takeover, LL601). Parts merge by taking the latest moment per (clock, file).
+- `failovers`: the lock's Redis failing over, as its own logs say (`leaselog.failovers`): no job's, so
+  read apart from the events, and handed to every part whole. `concurrent_leases` (LL103) cites the one
+  between two leases. Parts merge by concatenation, in time order.
 
 Renewal spacing needs no fleet fact: renewal_gap (LL202) holds each execution to its own schedule.
 """
@@ -15,10 +18,12 @@ Renewal spacing needs no fleet fact: renewal_gap (LL202) holds each execution to
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 import polars as pl
+
+from leaselog.failovers import FAILOVER_SCHEMA, empty_failovers
 
 LOG_ENDS_SCHEMA: dict[str, pl.DataType] = {
     "clock": pl.String(),
@@ -44,19 +49,28 @@ class FleetContext:
     """The whole input's facts a per-job check reads (see the module doc)."""
 
     log_ends: pl.DataFrame  # LOG_ENDS_SCHEMA
+    failovers: pl.DataFrame = field(default_factory=empty_failovers)  # FAILOVER_SCHEMA
 
     @classmethod
-    def of(cls, events: pl.DataFrame | pl.LazyFrame) -> FleetContext:
-        """The facts of these events (all of them: a single-machine run, or one input file of many)."""
-        return cls(log_ends(events))
+    def of(cls, events: pl.DataFrame | pl.LazyFrame, failovers: pl.DataFrame | None = None) -> FleetContext:
+        """The facts of these events (all of them: a single-machine run, or one input file of many) and of
+        the failovers read with them."""
+        return cls(log_ends(events), empty_failovers() if failovers is None else failovers)
 
     @classmethod
     def merge(cls, parts: Iterable[FleetContext]) -> FleetContext:
         """The facts of the union of the parts' events, exactly."""
+        parts = list(parts)
         frames = [p.log_ends for p in parts]
         if not frames:
             return cls(pl.DataFrame(schema=LOG_ENDS_SCHEMA))
-        return cls(log_ends(pl.concat(frames)))
+        failovers = [p.failovers for p in parts if p.failovers.height]
+        merged = (
+            pl.concat(failovers).sort("t", "file", "line", maintain_order=True)
+            if failovers
+            else pl.DataFrame(schema=FAILOVER_SCHEMA)
+        )
+        return cls(log_ends(pl.concat(frames)), merged)
 
     def timeline_ends(self) -> pl.DataFrame:
         """(timeline, log_end): where each timeline's logs end. The wall clock is one timeline shared by

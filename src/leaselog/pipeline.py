@@ -29,6 +29,7 @@ from leaselog.checks.contract import Partial, as_findings
 from leaselog.config import FRIENDLY_OPTIONS, Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.execution_runs import identify_executions, identity_notes
+from leaselog.failovers import empty_failovers
 from leaselog.findings import empty_findings, finalize
 from leaselog.fleet import FleetContext, Totals
 from leaselog.library_advice import library_advice
@@ -57,6 +58,8 @@ class SourceRead:
     ]  # file, line, reason (located up to MAX_LOCATED per file and reason)
     notes: list[str] = field(default_factory=list)
     local_time_files: dict[str, str] = field(default_factory=dict)
+    # the lock's Redis failing over (leaselog.failovers): no job's, handed to the checks as a fleet fact
+    failovers: pl.DataFrame = field(default_factory=empty_failovers)
 
 
 def read_source(
@@ -89,7 +92,9 @@ def read_source(
     events = compact(columns)
     if seq_base:
         events = events.with_columns(pl.col("seq") + seq_base)
-    return SourceRead(events, inputs, malformed_rows, list(built.notes), dict(built.local_time_files))
+    return SourceRead(
+        events, inputs, malformed_rows, list(built.notes), dict(built.local_time_files), built.failovers
+    )
 
 
 @dataclass
@@ -262,7 +267,9 @@ def analyze(
     check_read([read])
     # (the call takes the events' only reference: the columns it replaces, such as the execution ids when
     # runs are cut out of a job's lines, are freed instead of held until the end)
-    part = analyze_events(_taken(read), s)
+    # (the fleet's facts are the events' own unless the lock's Redis failed over: then those come too)
+    fleet = FleetContext.of(read.events, read.failovers) if read.failovers.height else None
+    part = analyze_events(_taken(read), s, fleet)
     return merge([read], part.events, [part], fleet_findings([part.partials], s), s, problems)
 
 

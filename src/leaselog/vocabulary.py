@@ -29,7 +29,13 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     # and no job's; it says where a pod's `elapsedMs` counts from anew (leaselog.elapsed_clock), and the
     # events frame does not keep it.
     "process_started",
+    # The lock's Redis changed primary (a Sentinel's `+switch-master`, a replica's `MASTER MODE enabled`):
+    # no job's, a fact of the whole fleet (`FleetContext.failovers`); the events frame does not keep it.
+    "lock_failover",
 )
+
+# events no job has: read although they name none (each kept apart from the events frame)
+JOBLESS_EVENTS: tuple[str, ...] = ("process_started", "lock_failover")
 
 # alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)
 EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {

@@ -95,6 +95,12 @@ def fleet_of(ctx: CheckContext) -> FleetContext:
     return FleetContext(derived(ctx, "fleet:log_ends", lambda: FleetContext.of(ctx.events).log_ends))
 
 
+def failovers_of(ctx: CheckContext) -> pl.DataFrame:
+    """The lock's Redis failing over (`leaselog.failovers.FAILOVER_SCHEMA`): read with the whole input and
+    handed over with its facts; none when the context holds the whole input and nothing else was read."""
+    return fleet_of(ctx).failovers
+
+
 def derived(ctx: CheckContext, name: str, make: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     """The frame `make()` gives, made once per analysis however many checks ask for it by `name`."""
     if name not in ctx.derived:

@@ -8,8 +8,11 @@ the leases belonged to different periods and only the *executions* overlapped (o
 
 Where the logs show why, the finding says it: a worker's `lock_reconnected` line (its lock client lost
 the connection and reconnected, to a new primary after a failover: "master changed") inside the two
-leases' window, and one fencing token handed to both (the promoted replica lost the counter's increment
-along with the key).
+leases' window; the lock's Redis failing over in that window, as its own logs say (a Sentinel's
+`+switch-master`, else its `+promoted-slave` or `+failover-end`, or the promoted server's `MASTER MODE
+enabled`: `lock_failover`, a fact of the whole fleet); and one fencing token handed to both (the promoted
+replica lost the counter's increment along with the key). What the logs show of why never changes how
+certain the finding is.
 
 Best practice: know the lock's failover behaviour and topology (a replica promoted without the key hands
 it out again), protect writes with fencing tokens the destination enforces, make a lock count only once a
@@ -24,8 +27,18 @@ import polars as pl
 from leaselog.checks.anchors import gone
 from leaselog.checks.causal import refuted_leases, step_certainty, step_columns, step_note, with_step
 from leaselog.checks.certainty import certainty_columns
-from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, events_where, evidence, ms_expr, one_or_two, pairs_of
+from leaselog.checks.contract import Check, CheckContext, failovers_of
+from leaselog.checks.frames import (
+    details,
+    events_where,
+    evidence,
+    isoformat,
+    json_object,
+    json_value,
+    ms_expr,
+    one_or_two,
+    pairs_of,
+)
 from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
 
@@ -106,6 +119,54 @@ def reconnects(found: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:
     return out.drop("_pair")
 
 
+_FAILOVER = ("t", "file", "line", "rule", "master", "previous_primary", "primary", "message")
+_SWITCH = "redis-server/switch-master"
+
+
+def failovers(found: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:
+    """`found` with the lock's Redis failing over between the earlier acquisition and the end of the later
+    lease, on the wall clock (`failover_t`/`_file`/`_line`/`_rule`/`_master`/`_previous_primary`/`_primary`/
+    `_message`): Sentinel's first `+switch-master` there, else the first other failover line; null: none."""
+    facts = failovers_of(ctx)
+    cols = [f"failover_{c}" for c in _FAILOVER]
+    if not facts.height or not found.height:
+        return found.with_columns(
+            [pl.lit(None, dtype=facts.schema[c]).alias(f"failover_{c}") for c in _FAILOVER]
+        )
+    pairs = found.with_row_index("_pair")
+    first = (
+        pairs.filter((pl.col("clock") == "wall") & (pl.col("clock_b") == "wall"))
+        .select("_pair", "acquired_at", "valid_until_b")
+        .join(facts.select([pl.col(c).alias(f"failover_{c}") for c in _FAILOVER]), how="cross")
+        .filter(pl.col("failover_t").is_between(pl.col("acquired_at"), pl.col("valid_until_b")))
+        .sort("_pair", pl.col("failover_rule") != _SWITCH, "failover_t", "failover_file", "failover_line")
+        .group_by("_pair", maintain_order=True)
+        .first()
+        .select("_pair", *cols)
+    )
+    return pairs.join(first, on="_pair", how="left", maintain_order="left").drop("_pair")
+
+
+def with_failover(details_json: pl.Expr) -> pl.Expr:
+    """A finding's details (a JSON object) plus `redisFailover` (when, where, from and to) where one is cited."""
+    cited = json_object(
+        at=json_value(isoformat(pl.col("failover_t"))),
+        master=json_value(pl.col("failover_master")),
+        previousPrimary=json_value(pl.col("failover_previous_primary")),
+        primary=json_value(pl.col("failover_primary")),
+        file=json_value(pl.col("failover_file")),
+        line=json_value(pl.col("failover_line")),
+    )
+    added = pl.concat_str(
+        details_json.str.strip_suffix("}"),
+        pl.when(details_json == "{}").then(pl.lit("")).otherwise(pl.lit(",")),
+        pl.lit('"redisFailover":'),
+        cited,
+        pl.lit("}"),
+    )
+    return pl.when(pl.col("failover_t").is_null()).then(details_json).otherwise(added)
+
+
 def detect(ctx: CheckContext) -> pl.DataFrame:
     # a release that deleted the key while its lease held proves no one else held it before that release
     # (leaselog.checks.causal): an acquisition the clocks put inside such a lease is a clock or a line that
@@ -144,7 +205,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         ).alias("left_ms")
     )
     found = found.filter(pl.col("left_ms") > 0)
-    found = reconnects(found, ctx)
+    found = failovers(reconnects(found, ctx), ctx)
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
     # latency, so only the part beyond skew + latency is proven.
     proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
@@ -212,15 +273,81 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.col("reconnect_line_b"),
                 pl.format("{} reconnects to Redis", b_id),
             ),
+            (pl.col("failover_file"), pl.col("failover_line"), _failover_note()),
         ).alias("evidence"),
-        with_behind(
-            with_step(
-                details(
-                    confirmLatencyMs=pl.col("confirm_latency_ms"),
-                    fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        with_failover(
+            with_behind(
+                with_step(
+                    details(
+                        confirmLatencyMs=pl.col("confirm_latency_ms"),
+                        fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+                    )
                 )
             )
         ).alias("details"),
+    )
+
+
+def _failover_note() -> pl.Expr:
+    """The evidence note of the failover line cited."""
+    rule = pl.col("failover_rule")
+    return (
+        pl.when(rule == _SWITCH)
+        .then(pl.lit("Sentinel switches the primary"))
+        .when(rule == "redis-server/promoted-slave")
+        .then(pl.lit("Sentinel promotes a replica"))
+        .when(rule == "redis-server/failover-end")
+        .then(pl.lit("Sentinel ends a failover"))
+        .otherwise(pl.lit("a replica becomes a primary"))
+    )
+
+
+def _failover_said(rows: pl.DataFrame) -> pl.Expr:
+    """What the lock's Redis logged of its failover: ` Sentinel switched ... (file:line).`, or nothing."""
+    rule, at = pl.col("failover_rule"), moments(rows, "failover_t", "failover_clock")
+    where = pl.format("({}:{})", text("failover_file"), text("failover_line"))
+    return (
+        pl.when(pl.col("failover_t").is_null())
+        .then(pl.lit(""))
+        .when(rule == _SWITCH)
+        .then(
+            pl.format(
+                " Sentinel switched the primary of {} from {} to {} at {} {}.",
+                text("failover_master"),
+                text("failover_previous_primary"),
+                text("failover_primary"),
+                at,
+                where,
+            )
+        )
+        .when(rule == "redis-server/promoted-slave")
+        .then(
+            pl.format(
+                " Sentinel promoted the replica {} to primary of {} (was {}) at {} {}.",
+                text("failover_primary"),
+                text("failover_master"),
+                text("failover_previous_primary"),
+                at,
+                where,
+            )
+        )
+        .when(rule == "redis-server/failover-end")
+        .then(
+            pl.format(
+                " Sentinel ended a failover of {} (primary {}) at {} {}.",
+                text("failover_master"),
+                text("failover_previous_primary"),
+                at,
+                where,
+            )
+        )
+        .otherwise(
+            pl.format(
+                ' A replica of the lock\'s Redis became a primary ("MASTER MODE enabled") at {} {}.',
+                at,
+                where,
+            )
+        )
     )
 
 
@@ -264,9 +391,15 @@ def _why(rows: pl.DataFrame) -> pl.Expr:
         "tokens cannot tell their writes apart.",
         text("fencing_token"),
     )
-    failover = pl.col("reconnect_t").is_not_null() | pl.col("reconnect_t_b").is_not_null() | token
+    failover = (
+        pl.col("reconnect_t").is_not_null()
+        | pl.col("reconnect_t_b").is_not_null()
+        | pl.col("failover_t").is_not_null()
+        | token
+    )
     return pl.concat_str(
         reconnect.fill_null(""),
+        _failover_said(rows),
         pl.when(token).then(twice).otherwise(pl.lit("")),
         pl.when(failover)
         .then(
@@ -287,7 +420,11 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         .then(pl.format("acquired at {}", moments(rows, "acquired_at", "clock")))
         .otherwise(pl.format("last renewed at {}", moments(rows, "last_confirmed_at", "clock")))
     )
-    rows = rows.with_columns(step_note(rows), behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"))
+    rows = rows.with_columns(
+        step_note(rows),
+        behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"),
+        pl.lit("wall").alias("failover_clock"),
+    )
     return rows.select(
         pl.concat_str(
             pl.format(

@@ -17,6 +17,7 @@ import polars as pl
 
 from leaselog.reading.dialects import DIALECTS
 from leaselog.reading.report import Stream
+from leaselog.vocabulary import JOBLESS_EVENTS
 
 __all__ = ["settle_library_rows"]
 
@@ -33,10 +34,11 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
     if "dialect" not in raw.columns or raw["dialect"].null_count() == raw.height:
         return raw
 
-    # a process's start is read (its line is used) but is no lease event (leaselog.elapsed_clock reads it)
+    # a process's start or a failover is read (its line is used) but is no lease event of a job
+    # (leaselog.elapsed_clock reads the one, the fleet's facts keep the other)
     reports = {st.index: st.report for st in streams}
     for file_index, n in (
-        raw.filter(pl.col("event") == "process_started").group_by("file_index").len().iter_rows()
+        raw.filter(pl.col("event").is_in(JOBLESS_EVENTS)).group_by("file_index").len().iter_rows()
     ):
         if file_index in reports:
             reports[file_index].events -= n
@@ -58,8 +60,8 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
             .over(["file_index", pl.col("thread").fill_null("")])
         )
         raw = raw.with_columns(pl.when(lone).then(before).otherwise(pl.col("job_id")).alias("job_id"))
-        # (a process's start names no job, and needs none)
-        keep = keep & (pl.col("job_id").is_not_null() | (pl.col("event") == "process_started"))
+        # (a process's start or a failover names no job, and needs none)
+        keep = keep & (pl.col("job_id").is_not_null() | pl.col("event").is_in(JOBLESS_EVENTS))
     raw = raw.with_row_index("_row")
     dropped = raw.filter(~keep)
     if not dropped.is_empty():

@@ -4,7 +4,7 @@ Each format turns one physical line into zero or more records (OTLP batches hold
 `Malformed` with a reason. Detection follows docs/FORMATS.md's order; `detect_format` looks at a file's
 first non-blank lines. One module per family: `json_shapes` (flat, ECS, Logstash, GELF), `otlp`,
 `containers` (Docker, kubectl, CRI, Fluent Bit), `text` (logfmt, plain prose), `celery` (Celery's worker
-lines), `klog` (Kubernetes components' text lines).
+lines), `klog` (Kubernetes components' text lines), `redis` (a Redis server's or Sentinel's own log).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from leaselog.reading.formats import celery, console, containers, json_shapes, klog, otlp, text
+from leaselog.reading.formats import celery, console, containers, json_shapes, klog, otlp, redis, text
 from leaselog.reading.formats._common import (
     CONTINUATION_RE,
     Malformed,
@@ -133,6 +133,18 @@ FORMATS: dict[str, Format] = {
             shape_error=klog.klog_shape,
         ),
         Format(
+            "redis",
+            "a Redis server's or Sentinel's own log file: `PID:ROLE dd Mon yyyy HH:MM:SS.mmm LEVEL message`",
+            redis.parse_redis,
+            redis.sniff_redis,
+            False,
+            maps="day, month, year and time (the server's local time, no zone: --timezone) -> time; level "
+            "character -> level; PID -> redis.pid; role (X Sentinel, M primary, S replica, C child) -> "
+            "redis.role; pod from the file name. No job: only the redis-server dialect's lines are read "
+            "(a failover)",
+            shape_error=redis.redis_shape,
+        ),
+        Format(
             "otlp",
             "OpenTelemetry OTLP-JSON file exporter: one `resourceLogs` batch per line",
             otlp.parse_otlp,
@@ -235,6 +247,7 @@ DETECTION_ORDER: list[str] = [
     "kubectl",
     "celery",
     "klog",
+    "redis",
     "otlp",
     "fluentbit",
     "docker",

@@ -1,0 +1,81 @@
+"""Failovers of the lock's Redis, as its own logs tell them (a Sentinel's `+switch-master`, a replica's
+`MASTER MODE enabled`: leaselog.reading.dialects.redis_server): facts of the whole fleet, no job's.
+
+`build_events` takes the `lock_failover` rows out of the events (they belong to no job or execution) into
+a frame of their own (`FAILOVER_SCHEMA`), which reaches the checks with the fleet's other facts
+(`leaselog.fleet.FleetContext.failovers`): `concurrent_leases` cites the one between two leases.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from leaselog.reading.dialects.redis_server import failover_addresses
+
+__all__ = ["FAILOVER_SCHEMA", "empty_failovers", "split_failovers"]
+
+FAILOVER_SCHEMA: dict[str, pl.DataType] = {
+    "t": pl.Datetime("us", "UTC"),
+    "pod": pl.String(),
+    # the dialect's rule (`redis-server/switch-master`, `redis-server/master-mode`, ...)
+    "rule": pl.String(),
+    # the monitored master's name, the primary before and after (`ip:port`), where the line names them
+    "master": pl.String(),
+    "previous_primary": pl.String(),
+    "primary": pl.String(),
+    "message": pl.String(),
+    "file": pl.String(),
+    "line": pl.Int64(),
+}
+
+
+def empty_failovers() -> pl.DataFrame:
+    return pl.DataFrame(schema=FAILOVER_SCHEMA)
+
+
+def split_failovers(
+    df: pl.DataFrame, offsets_ms: dict[str, float] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """`df` (build_events' frame: `t_wall` read, clock steps undone) without its `lock_failover` rows; those
+    rows as FAILOVER_SCHEMA (in time order, a pod's clock offset taken off as for every event); and the
+    ones without a readable time as rejected (`file`, `line`, `reason`)."""
+    mine = pl.col("event") == "lock_failover"
+    if not df.select(mine.any()).item():
+        return (
+            df,
+            empty_failovers(),
+            pl.DataFrame(schema={"file": pl.String, "line": pl.Int64, "reason": pl.String}),
+        )
+    rows = df.filter(mine)
+    rest = df.filter(~mine)
+    t = pl.col("t_wall")
+    if offsets_ms:
+        off = pl.col("pod").replace_strict(offsets_ms, default=0.0, return_dtype=pl.Float64)
+        t = t - pl.duration(microseconds=(off * 1000).round(0).cast(pl.Int64))
+    master, previous, primary = failover_addresses(pl.col("message"))
+    facts = (
+        rows.filter(pl.col("t_wall").is_not_null())
+        .select(
+            t.alias("t"),
+            "pod",
+            pl.col("raw_event").cast(pl.String).alias("rule"),
+            master.alias("master"),
+            previous.alias("previous_primary"),
+            primary.alias("primary"),
+            "message",
+            "file",
+            "line",
+        )
+        .select([pl.col(c).cast(d) for c, d in FAILOVER_SCHEMA.items()])
+        .sort("t", "file", "line")
+    )
+    rejected = rows.filter(pl.col("t_wall").is_null()).select(
+        "file",
+        pl.col("line").cast(pl.Int64),
+        pl.format(
+            "lease event `{}`: without a parseable timestamp: `{}` is in no shape leaselog reads",
+            pl.col("raw_event").cast(pl.String),
+            pl.col("ts").str.slice(0, 60),
+        ).alias("reason"),
+    )
+    return rest, facts, rejected
