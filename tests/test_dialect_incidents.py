@@ -205,3 +205,56 @@ def test_redis_lock_registry_without_lease_ttl_says_what_cannot_be_measured() ->
     assert overlap.duration_ms == 15_378  # the overlap needs no lease length
     assert "lease_outlived" not in _by_kind(a)
     assert "pass --lease-ttl" in overlap.message
+
+
+def test_a_sentinel_failover_explains_the_concurrent_leases() -> None:
+    """The lab's failover (sample_logs/dialects/redis-sentinel: two pods' lines, the Sentinel's and the
+    promoted replica's logs as Redis wrote them): the concurrent leases cite Sentinel's `+switch-master`
+    beside the reconnects and the token handed twice."""
+    a = leaselog.analyze(str(SAMPLES / "redis-sentinel"))
+    assert a.line_totals()["malformed"] == 0
+    (f,) = _by_kind(a)["concurrent_leases"]
+    assert (f.severity, f.certainty, f.duration_ms) == ("error", "certain", 1170.0)
+    assert (
+        "Sentinel switched the primary of leaselog-lock from 127.0.0.1:50509 to 127.0.0.1:44031 at "
+        "16:46:04.049 (" in f.message
+    )
+    assert "redis-sentinel.log:26)" in f.message and "master changed" in f.message
+    assert "WAIT 1 <ms>" in f.message and "min-replicas-to-write" in f.message
+    (cited,) = [e for e in f.evidence if e.file.endswith("redis-sentinel.log")]
+    assert (cited.line, cited.note) == (26, "Sentinel switches the primary")
+    d = f.to_json_dict()["details"]
+    assert d["redisFailover"] == {
+        "at": "2026-12-01T16:46:04.049000+00:00",
+        "master": "leaselog-lock",
+        "previousPrimary": "127.0.0.1:50509",
+        "primary": "127.0.0.1:44031",
+        "file": str(SAMPLES / "redis-sentinel" / "redis-sentinel.log"),
+        "line": 26,
+    }
+
+
+def test_a_failover_outside_the_two_leases_is_not_cited(tmp_path: Path) -> None:
+    """The same pods with the Sentinel's log of a failover an hour earlier (and the replica's log left out):
+    the concurrent leases are found as before, and no failover is cited; without the Redis logs at all,
+    the finding is the same but for the citation."""
+    src = SAMPLES / "redis-sentinel"
+    for name in ("pod-a.jsonl", "pod-b.jsonl"):
+        (tmp_path / name).write_text((src / name).read_text())
+    (tmp_path / "redis-sentinel.log").write_text(
+        (src / "redis-sentinel.log").read_text().replace(" 16:46:", " 15:46:")
+    )
+    with_sentinel = leaselog.analyze(str(tmp_path))
+    (tmp_path / "redis-sentinel.log").unlink()
+    bare = leaselog.analyze(str(tmp_path))
+    whole = leaselog.analyze(str(src))
+    for a in (with_sentinel, bare):
+        (f,) = _by_kind(a)["concurrent_leases"]
+        assert "Sentinel" not in f.message and "redisFailover" not in f.to_json_dict()["details"]
+        assert not [e for e in f.evidence if e.file.endswith(".log")]
+
+    # citing the failover changes neither what is found nor how certain it is
+    def summary(x: leaselog.Analysis) -> list[tuple[object, ...]]:
+        return sorted((f.kind, f.duration_ms, f.severity, f.certainty) for f in x.finding_list)
+
+    assert summary(with_sentinel) == summary(bare) == summary(whole)

@@ -20,7 +20,7 @@ from leaselog.dialect_rows import settle_lease_ends
 from leaselog.elapsed_clock import undo_clock_steps
 from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
-from leaselog.failovers import empty_failovers, split_failovers
+from leaselog.failovers import REJECTED_SCHEMA, empty_failovers, split_failovers
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
@@ -314,8 +314,10 @@ class BuiltEvents:
     notes: list[str] = field(default_factory=list)
     # file -> the zone its zone-less (local) timestamps were read in
     local_time_files: dict[str, str] = field(default_factory=dict)
-    # the lock's Redis failing over (no job's: leaselog.failovers), in time order
+    # the lock's Redis failing over (no job's: leaselog.failovers), in time order; and its lines without a
+    # usable timestamp (file, line, reason: never counted as lease events, so accounted apart)
     failovers: pl.DataFrame = field(default_factory=empty_failovers)
+    failovers_rejected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REJECTED_SCHEMA))
 
 
 def build_events(
@@ -475,8 +477,6 @@ def build_events(
     rejected = df.filter(bad).select(
         "file", "line", pl.format("lease event `{}`: {}", pl.col("raw_event"), pl.col("_why")).alias("reason")
     )
-    if failover_rejected.height:
-        rejected = pl.concat([rejected, failover_rejected], how="vertical_relaxed")
     if rejected.height:  # (filtering copies every column: only when there is something to drop)
         df = df.filter(~bad)
     # Events are numbered (`seq`) in the order they happened: within a file by time where it has wall
@@ -514,5 +514,10 @@ def build_events(
     df = df.with_columns(pl.col("t_wall").alias("t")) if all_wall else pseudo_times(df)
     events = df.select([pl.col(c).cast(dt) for c, dt in EVENT_SCHEMA.items()])
     return BuiltEvents(
-        events=events, rejected=rejected, notes=notes, local_time_files=local_files, failovers=failovers
+        events=events,
+        rejected=rejected,
+        notes=notes,
+        local_time_files=local_files,
+        failovers=failovers,
+        failovers_rejected=failover_rejected,
     )

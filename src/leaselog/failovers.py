@@ -12,7 +12,7 @@ import polars as pl
 
 from leaselog.reading.dialects.redis_server import failover_addresses
 
-__all__ = ["FAILOVER_SCHEMA", "empty_failovers", "split_failovers"]
+__all__ = ["FAILOVER_SCHEMA", "REJECTED_SCHEMA", "empty_failovers", "split_failovers"]
 
 FAILOVER_SCHEMA: dict[str, pl.DataType] = {
     "t": pl.Datetime("us", "UTC"),
@@ -27,6 +27,9 @@ FAILOVER_SCHEMA: dict[str, pl.DataType] = {
     "file": pl.String(),
     "line": pl.Int64(),
 }
+
+
+REJECTED_SCHEMA: dict[str, pl.DataType] = {"file": pl.String(), "line": pl.Int64(), "reason": pl.String()}
 
 
 def empty_failovers() -> pl.DataFrame:

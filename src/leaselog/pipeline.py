@@ -87,6 +87,8 @@ def read_source(
     built = build_events(raws.pop(), None, settings)
     if built.rejected.height:
         account_rejected(built.rejected, built.events, inputs, malformed_rows)
+    if built.failovers_rejected.height:
+        account_rejected(built.failovers_rejected, built.failovers, inputs, malformed_rows, events=False)
     columns = built.events.get_columns()
     built.events = pl.DataFrame()  # (compact frees each chunked column once it has copied it)
     events = compact(columns)

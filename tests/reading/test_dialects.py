@@ -21,12 +21,12 @@ CASES = [(d, s) for d in DIALECTS for s in d.samples]
 
 def _message(sample: Sample) -> str:
     """The message of a sample line: a JSON layout's `message`, a console line's text after ` : `, a
-    Celery or klog line's message as its format reads it."""
+    Celery, klog or Redis line's message as its format reads it."""
     if sample.line.startswith("{"):
         obj = json.loads(sample.line)
         return str(obj.get("message", obj.get("msg")))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis"):
         return str(fmt.parse(sample.line.encode())[0]["message"])
     return sample.line.split(" : ", 1)[-1]
 
@@ -36,7 +36,7 @@ def _record(sample: Sample) -> dict[str, object] | None:
     if sample.line.startswith("{"):
         return dict(json.loads(sample.line))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis"):
         return dict(fmt.parse(sample.line.encode())[0])
     return None
 
@@ -73,7 +73,9 @@ def test_every_sample_reads_as_its_event(tmp_path: Path, dialect: Dialect, sampl
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=[d.name for d in DIALECTS])
 def test_each_dialect_cites_its_source_and_says_how_to_turn_it_on(dialect: Dialect) -> None:
-    assert dialect.sources and all(".java" in s or ".py" in s or ".go" in s for s in dialect.sources)
+    assert dialect.sources and all(
+        any(x in s for x in (".java", ".py", ".go", ".c ")) for s in dialect.sources
+    )
     assert dialect.needles and dialect.samples and dialect.enable and dialect.cannot_measure
     # every rule is shown by a sample (read through the reader above)
     shown = set()

@@ -60,11 +60,15 @@ def test_samples_on_disk_are_what_the_generator_writes() -> None:
 
 def test_every_format_has_a_sample() -> None:
     """A format comes with its sample: every format is what some sample shape is read as, but `flat` (the
-    other sample folders of sample_logs/ are flat JSON) and `text` (prose, never auto-detected: read with
-    --format text or message rules)."""
+    other sample folders of sample_logs/ are flat JSON), `text` (prose, never auto-detected: read with
+    --format text or message rules) and `redis` (a Redis server's own log, never a rendering of the workers'
+    lines: its sample is the Sentinel's failover in sample_logs/dialects/redis-sentinel/)."""
     from leaselog.reading.formats import FORMATS
 
-    assert set(FORMATS) - set(shapes.DETECTED.values()) == {"flat", "text"}
+    assert set(FORMATS) - set(shapes.DETECTED.values()) == {"flat", "text", "redis"}
+    sentinel = leaselog.analyze(SAMPLES.parent / "dialects" / "redis-sentinel")
+    assert {r.format for r in sentinel.input_reports if r.path.endswith(".log")} == {"redis"}
+    assert sentinel.line_totals()["malformed"] == 0
 
 
 @pytest.mark.parametrize("shape", sorted(shapes.SHAPES))

@@ -184,6 +184,7 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
     rows = list(read.malformed)
     # as in analyze: read as a lease event, but it cannot be placed on the timeline
     account_rejected(built.rejected, built.events, [report], rows)
+    account_rejected(built.failovers_rejected, built.failovers, [report], rows, events=False)
     malformed = [(n, why) for _, n, why in rows]
     return Inspection(
         path=p,

@@ -134,18 +134,22 @@ def account_rejected(
     kept: pl.DataFrame,
     inputs: list[InputReport],
     malformed_rows: list[tuple[str, int, str]],
+    *,
+    events: bool = True,
 ) -> None:
-    """Events the typing rejected: each removed from its input's events; a line none of whose events
-    was kept moves from used to malformed (counts are per line: an OTLP line of three records without
-    usable times is one malformed line, not three)."""
+    """Events the typing rejected: each removed from its input's events (`events` False: rows never
+    counted as lease events, such as a failover's); a line none of whose events was kept moves from used to
+    malformed (counts are per line: an OTLP line of three records without usable times is one malformed
+    line, not three)."""
     by_path = {r.path: r for r in inputs}
     kept_lines = kept.select("file", "line").unique()
     per_line = rejected.group_by("file", "line", maintain_order=True).agg(
         pl.len().alias("events"), pl.col("reason").first()
     )
     lost = per_line.join(kept_lines, on=["file", "line"], how="anti")
-    for f, events in per_line.group_by("file").agg(pl.col("events").sum()).iter_rows():
-        by_path[f].events -= events
+    for f, n_events in per_line.group_by("file").agg(pl.col("events").sum()).iter_rows():
+        if events:
+            by_path[f].events -= n_events
     for f, n in lost.group_by("file").len().iter_rows():
         rep = by_path[f]
         rep.used -= n  # counted as used by the reader; they cannot be placed on the timeline

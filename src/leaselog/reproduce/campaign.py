@@ -2,9 +2,10 @@
 with and without execution ids.
 
 For each run: play the drawn plan on a real Redis (lab.play), render the pods' flat rows in the drawn shape
-and analyze it with leaselog (clock offsets unknown to it, default max-skew) -> score it (score.score);
-the same rows with every execution id removed (`shapes.without_ids`) are scored too. Findings are held
-against the truth's attempts matched by pod and time (identity.true_names), not by the ids logged.
+(a failover run's Redis logs beside them, as Redis wrote them) and analyze it with leaselog (clock
+offsets unknown to it, default max-skew) -> score it (score.score); the same rows with every execution id
+removed (`shapes.without_ids`) are scored too. Findings are held against the truth's attempts matched by
+pod and time (identity.true_names), not by the ids logged.
 Then the differential check: the same rows rendered in every registered shape, with ids and without, must
 give the same findings (kind, true executions, pods, severity, certainty, figures within the run's
 tolerance) and the same number of executions as the flat logs with ids. A run that fails keeps its folder
@@ -67,13 +68,24 @@ def flat_rows(folder: Path) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def write_shape(rows: dict[str, list[dict[str, Any]]], shape: str, folder: Path) -> list[Path]:
+def redis_logs(folder: Path) -> list[Path]:
+    """The lock's Redis's own logs in a run's folder (a failover run's Sentinel and promoted replica)."""
+    return sorted(folder.glob("redis-*.log"))
+
+
+def write_shape(
+    rows: dict[str, list[dict[str, Any]]], shape: str, folder: Path, beside: Sequence[Path] = ()
+) -> list[Path]:
+    """The pods' rows rendered in `shape` into `folder`, and the files `beside` them copied as they are (a
+    Redis log stays as Redis wrote it, whatever shape the workers' lines take)."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, content in shapes.render(shape, rows).items():
         p = folder / name
         p.write_text(content, encoding="utf-8")
         paths.append(p)
+    for f in beside:
+        paths.append(Path(shutil.copyfile(f, folder / f.name)))
     return sorted(paths)
 
 
@@ -166,12 +178,14 @@ def differential(
     or by the thread). Without ids it is held against the flat logs with ids and threads, like every
     shape: the lifecycle alone must tell the runs apart."""
     job, tol = truth["job"], tolerance(truth)
-    ref, ref_n = _reference(sorted(folder.glob("pod-*.jsonl")), truth)
+    beside = redis_logs(folder)
+    ref, ref_n = _reference(sorted(folder.glob("pod-*.jsonl")) + beside, truth)
     out: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="leaselog-diff-") as tmp:
         threadless = Path(tmp) / "flat-without-threads"
-        write_shape(without_threads(rows_for(folder, True)), "flat", threadless)
-        ref_no_thread = _reference(sorted(threadless.glob("pod-*.jsonl")), truth)
+        ref_no_thread = _reference(
+            write_shape(without_threads(rows_for(folder, True)), "flat", threadless, beside), truth
+        )
         for with_ids in ids:
             rows = rows_for(folder, with_ids)
             for name in names or list(shapes.SHAPES):
@@ -181,7 +195,7 @@ def differential(
                 if (not with_ids or reused) and name in shapes.NO_THREAD and interleaved(truth):
                     continue  # no (distinct) id, no thread, two runs of one pod at once: nothing tells them apart
                 label = name if with_ids else f"{name}{NO_IDS}"
-                paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"))
+                paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"), beside)
                 _d, got, n = judged(paths, truth)
                 want, want_n = ref_no_thread if with_ids and name in shapes.NO_THREAD else (ref, ref_n)
                 diffs = differences(want, signature(got, job), tol, (want_n, n), len(true_runs(truth)))
@@ -220,7 +234,10 @@ def score_run(
     """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/; without execution
     ids into work/shape-no-ids/), analyze, score against the truth's attempts (matched by pod and time)."""
     paths = write_shape(
-        rows_for(folder, ids), shape, (work or folder) / (shape if ids else f"{shape}-no-ids")
+        rows_for(folder, ids),
+        shape,
+        (work or folder) / (shape if ids else f"{shape}-no-ids"),
+        redis_logs(folder),
     )
     doc, named, _n = judged(paths, truth)
     return score(truth, named, indistinct_pods(truth, shape, ids)), doc
