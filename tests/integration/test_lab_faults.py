@@ -1,9 +1,12 @@
 """The lab's failover and clock-step faults, each played once for real (real redis-servers, real worker
 processes) and scored like a campaign run: with execution ids and without, and in several log shapes.
 
-- failover: the lock's primary and its replica; the replica is cut off before pod A acquires, the primary
-  killed 100 ms into A's work, the replica promoted 50 ms later; pod B (a retry) reconnects to the new
-  primary and acquires the key, with A's fencing token; A's next renewal, on the new primary, is rejected.
+- failover: the lock's primary, its replica and a real Sentinel; the replica is cut off before pod A
+  acquires, the primary killed 100 ms into A's work, the replica promoted by Sentinel (its moment is
+  Sentinel's); pod B (a retry, fired 50 ms after the harness learns the new primary from Sentinel)
+  reconnects to it and acquires the key, with A's fencing token; A, retrying its renewal meanwhile,
+  reconnects and is rejected. The lease (4 s) outlasts Sentinel's failover (down-after 300 ms, then up to
+  a second until it sees the promotion) by far, so B's lease always starts inside A's.
 - clock step: pod B's logging clock steps back 2 s while it waits for the lock A holds; its `elapsedMs`
   does not step.
 """
@@ -54,7 +57,10 @@ def _plan(index: int, pods: list[PodPlan], **kw: Any) -> Plan:
 
 FAILOVER = _plan(
     911,
-    [PodPlan("A", "first", 0, "wait-silent", 15, 0), PodPlan("B", "retry", 200, "exit", 8, 0)],
+    [PodPlan("A", "first", 0, "wait-silent", 40, 0), PodPlan("B", "retry", 200, "exit", 8, 0)],
+    lease_ms=4000,
+    renewal_ms=1000,
+    renew_retry_ms=200,
     fault="failover",
     fault_at_ms=100,
     fault_ms=50,
@@ -113,6 +119,10 @@ def test_the_promoted_replica_missed_the_acquisition_and_handed_out_the_key_agai
     for pod in ("pod-a", "pod-b"):
         assert len(_moments(truth, pod, "lock_reconnected")) == 1
     assert "rejected" in {r["renewalOutcome"] for r in _moments(truth, "pod-a", "lease_renewal")}
+    # Sentinel's log and the promoted replica's, as Redis wrote them, beside the pods' logs
+    sentinel = (_out / "redis-sentinel.log").read_text(encoding="utf-8")
+    assert "+switch-master leaselog-lock 127.0.0.1 " in sentinel and ":X " in sentinel
+    assert "MASTER MODE enabled" in (_out / "redis-replica.log").read_text(encoding="utf-8")
     kinds = {e.kind for e in expectations(truth)}
     assert {"concurrent_leases", "overlapping_executions", "renewal_failed", "stale_release"} <= kinds
 
@@ -137,10 +147,16 @@ def test_the_failover_is_reported_exactly_and_explained(
         "master changed, reconnected to",
         "a failover, to a primary that did not have the key",
         f"Both were handed fencing token {token}",
+        "Sentinel switched the primary of leaselog-lock from 127.0.0.1:",
         "min-replicas-to-write",
     ):
         assert said in f["message"]
     assert any("reconnects to Redis" in (e.get("note") or "") for e in f["evidence"])
+    # the Sentinel line cited is its +switch-master, in the Redis log copied beside the rendering
+    (cited,) = [e for e in f["evidence"] if e["file"].endswith("redis-sentinel.log")]
+    line = Path(cited["file"]).read_text(encoding="utf-8").splitlines()[cited["line"] - 1]
+    assert "+switch-master leaselog-lock" in line and cited["note"] == "Sentinel switches the primary"
+    assert f["details"]["redisFailover"]["file"] == cited["file"]
 
 
 def test_the_failover_reads_alike_in_every_layout(failover: tuple[Path, dict[str, Any]]) -> None:
