@@ -23,7 +23,11 @@ from leaselog.spark import StageTimes, run
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 SETS = sorted(
-    [SAMPLES / n for n in ("article-demo", "article-incident", "clean", "clean-busy")]
+    # (a Sentinel's failover: the fleet's failovers reach every partition, cited as on one machine)
+    [
+        SAMPLES / n
+        for n in ("article-demo", "article-incident", "clean", "clean-busy", "dialects/redis-sentinel")
+    ]
     + [p for p in (SAMPLES / "scenarios").iterdir() if p.is_dir()]
     + [p for p in (SAMPLES / "formats").iterdir() if p.is_dir()]
 )
@@ -42,6 +46,7 @@ def test_every_sample_set_gives_the_one_machine_document(spark: Any) -> None:
     one = leaselog.analyze(paths)
     assert on_spark.findings.height > 50
     assert _bytes(on_spark) == _bytes(one)
+    assert b"redisFailover" in _bytes(on_spark)
     # the frames stay on the cluster; the document's counts came with the run
     assert on_spark.executions.height == 0 and leaselog.document(on_spark)["executions"] > 0
     assert set(times.seconds) == {"read", "analyze", "merge"} and times.driver_bytes > 0

@@ -6,9 +6,11 @@ A failover run keeps its lock (the lock key and the fencing counter) on a pair o
 primary as a replication user of its own. The stream, the markers and the result store stay on the run's
 main server (they are other systems: the queue and the resource the job writes to).
 
-One Sentinel (`redis-server <conf> --sentinel`: quorum 1, `down-after-milliseconds` DOWN_AFTER_MS)
-monitors the pair; it is started once the replica is in sync and is known to it (it learns replicas from
-the primary's INFO, which no longer lists a replica once it is cut off).
+One Sentinel (`redis-server <conf> --sentinel`, quorum 1) monitors the pair; it is started once the replica
+is in sync and is known to it (it learns replicas from the primary's INFO, which no longer lists a replica
+once it is cut off). It is patient until the fault (`down-after-milliseconds` a minute: a primary slow to
+answer a PING on a loaded machine is no failover the run did not draw) and quick from it on
+(`SENTINEL SET ... down-after-milliseconds` DOWN_AFTER_MS right before the kill).
 
 The fault, as the measured incident had it:
 1. **cut**: before pod A acquires (the run's request is published only after the cut), the replica is cut
@@ -60,6 +62,9 @@ PROMOTION_TIMEOUT_S = 20.0
 REPL_USER = "leaselog-lab-replication"
 MASTER_NAME = "leaselog-lock"  # the name Sentinel monitors the pair under
 DOWN_AFTER_MS = 300
+# until the fault, Sentinel waits this long for a PONG: a primary slow to answer on a loaded machine is no
+# failover before the one the run draws (`SENTINEL SET ... down-after-milliseconds` at the kill)
+PATIENT_DOWN_AFTER_MS = 60_000
 FAILOVER_TIMEOUT_MS = 5000
 # Sentinel's timers (`SENTINEL DEBUG`, sentinel.c 7.0.15): INFO every 500 ms while the primary is up (10 s by
 # default: a replica whose last INFO is older than 5 s when the primary is down is never promoted), and no
@@ -132,7 +137,7 @@ def _start_sentinel(exe: str, port: int, folder: Path, primary_port: int) -> sub
                 f"dir {folder}",
                 f"logfile {folder / 'sentinel.log'}",
                 f"sentinel monitor {MASTER_NAME} 127.0.0.1 {primary_port} 1",
-                f"sentinel down-after-milliseconds {MASTER_NAME} {DOWN_AFTER_MS}",
+                f"sentinel down-after-milliseconds {MASTER_NAME} {PATIENT_DOWN_AFTER_MS}",
                 f"sentinel failover-timeout {MASTER_NAME} {FAILOVER_TIMEOUT_MS}",
                 "",
             )
@@ -245,20 +250,34 @@ class LockPair:
     def cut(self) -> None:
         """Partition the replica from the primary: its link drops and cannot come back."""
         self.primary.acl_setuser(REPL_USER, enabled=False)
-        self.primary.execute_command("CLIENT", "KILL", "USER", REPL_USER)
+        killed = [self.primary.execute_command("CLIENT", "KILL", "USER", REPL_USER)]
         end = time.monotonic() + START_TIMEOUT_S
-        while self.replica.info("replication").get("master_link_status") != "down":
+        again = time.monotonic() + 0.5
+        while (info := self.replica.info("replication")).get("master_link_status") != "down":
+            if info.get("role") != "slave":
+                raise ReproduceError(f"the replica is no replica any more{self.server_logs()}")
             if time.monotonic() > end:
-                raise ReproduceError(f"the replica's link never went down{self.server_logs()}")
+                raise ReproduceError(
+                    f"the replica's link never went down (connections killed: {killed}; the replica's "
+                    f"replication: {info}; the primary's: {self.primary.info('replication')})"
+                    f"{self.server_logs()}"
+                )
+            if time.monotonic() > again:  # (a link that came back before the user was off: kill it again)
+                killed.append(self.primary.execute_command("CLIENT", "KILL", "USER", REPL_USER))
+                again = time.monotonic() + 0.5
             time.sleep(0.01)
         self.events["cutMono"] = round(mono_ms(), 3)
 
     def kill_primary(self, lock_key: str) -> None:
-        # Sentinel has not failed over on its own (a primary slow to answer under load): the fault is ours
+        # Sentinel has not failed over on its own: the fault is ours
         if self.sentinel_primary() != self.primary_port:
             raise ReproduceError(f"Sentinel failed over before the primary was killed{self.server_logs()}")
         # what the replica holds of the lock (nothing reaches it since the cut: what it will be promoted with)
         self.events["replicaHadKey"] = bool(self.replica.exists(lock_key))
+        # from now on Sentinel finds a primary that answers no PING for DOWN_AFTER_MS down
+        self.sentinel.execute_command(
+            "SENTINEL", "SET", MASTER_NAME, "down-after-milliseconds", str(DOWN_AFTER_MS)
+        )
         self.procs[0].kill()
         self.procs[0].wait(timeout=10)
         self.events["primaryKilledMono"] = round(mono_ms(), 3)

@@ -2,7 +2,8 @@
 
     read      one task per input (file or object): `read_source` -> events as Arrow, plus the input's
               line accounting, log ends and totals (one extra row per input, collected by the driver)
-    fleet     the driver merges the inputs' log ends into the `FleetContext` every partition is given
+    fleet     the driver merges the inputs' log ends (and the failovers of the lock's Redis they logged) into
+              the `FleetContext` every partition is given
     analyze   events `repartition(P, job_id)` + `sortWithinPartitions(seq)`, then `mapInArrow`: each
               partition's whole jobs through `analyze_events`; out come its findings, the fleet checks'
               partials and its counts (Arrow IPC payloads, a few rows per partition)
@@ -278,7 +279,8 @@ def run(
     t = times.mark("read", t)
     reads = [a.read for a in accounts]
     check_read(reads)
-    fleet = FleetContext.merge(FleetContext(_from_ipc(a.log_ends)) for a in accounts)
+    # (each input's failovers of the lock's Redis, no job's, come with its read)
+    fleet = FleetContext.merge(FleetContext(_from_ipc(a.log_ends), a.read.failovers) for a in accounts)
     totals = Totals.merge(a.totals for a in accounts)
     n = partitions or max(2, 4 * spark.sparkContext.defaultParallelism)
     times.partitions = n
