@@ -5,7 +5,7 @@ processes) and scored like a campaign run: with execution ids and without, and i
   acquires, the primary killed 100 ms into A's work, the replica promoted by Sentinel (its moment is
   Sentinel's); pod B (a retry, fired 50 ms after the harness learns the new primary from Sentinel)
   reconnects to it and acquires the key, with A's fencing token; A, retrying its renewal meanwhile,
-  reconnects and is rejected. The lease (4 s) outlasts Sentinel's failover (down-after 300 ms, then up to
+  reconnects and is rejected. The lease (4 s) outlasts Sentinel's failover (down-after 500 ms, then up to
   a second until it sees the promotion) by far, so B's lease always starts inside A's.
 - clock step: pod B's logging clock steps back 2 s while it waits for the lock A holds; its `elapsedMs`
   does not step.

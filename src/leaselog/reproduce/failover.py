@@ -61,15 +61,16 @@ START_TIMEOUT_S = 10.0
 PROMOTION_TIMEOUT_S = 20.0
 REPL_USER = "leaselog-lab-replication"
 MASTER_NAME = "leaselog-lock"  # the name Sentinel monitors the pair under
-DOWN_AFTER_MS = 300
+DOWN_AFTER_MS = 500
 # until the fault, Sentinel waits this long for a PONG: a primary slow to answer on a loaded machine is no
 # failover before the one the run draws (`SENTINEL SET ... down-after-milliseconds` at the kill)
 PATIENT_DOWN_AFTER_MS = 60_000
 FAILOVER_TIMEOUT_MS = 5000
 # Sentinel's timers (`SENTINEL DEBUG`, sentinel.c 7.0.15): INFO every 500 ms while the primary is up (10 s by
-# default: a replica whose last INFO is older than 5 s when the primary is down is never promoted), and no
-# TILT for a timer late by less than 10 s (a loaded machine's pause is no clock jump)
-SENTINEL_DEBUG = ("info-period", "500", "tilt-trigger", "10000")
+# default: a replica whose last INFO is older than 5 s when the primary is down is never promoted); no TILT
+# for a timer late by less than 10 s (a loaded machine's pause is no clock jump), and a TILT entered anyway
+# (at start-up, before these apply) left after 200 ms instead of 30 s
+SENTINEL_DEBUG = ("info-period", "500", "tilt-trigger", "10000", "tilt-period", "200")
 # the logs copied into the run's folder: the file in the pair's folder -> its name there
 REDIS_LOGS = {"sentinel.log": "redis-sentinel.log", "replica.log": "redis-replica.log"}
 UTC_ENV = {**os.environ, "TZ": "UTC"}
@@ -198,6 +199,7 @@ class LockPair:
             self._wait(self.sentinel)
             self.sentinel.execute_command("SENTINEL", "DEBUG", *SENTINEL_DEBUG)
             self._wait_known()
+            self._wait_untilted()
         except BaseException:
             self.close()
             raise
@@ -234,6 +236,14 @@ class LockPair:
                     return
             time.sleep(0.02)
         raise ReproduceError(f"Sentinel never listed the replica{self.server_logs()}")
+
+    def _wait_untilted(self) -> None:
+        """Sentinel is out of TILT mode (it acts on nothing in it)."""
+        end = time.monotonic() + START_TIMEOUT_S
+        while str(self.sentinel.info("sentinel").get("sentinel_tilt")) != "0":
+            if time.monotonic() > end:
+                raise ReproduceError(f"Sentinel stayed in TILT mode{self.server_logs()}")
+            time.sleep(0.02)
 
     def sentinel_primary(self) -> int:
         """The port of the primary Sentinel names now."""
@@ -274,6 +284,7 @@ class LockPair:
             raise ReproduceError(f"Sentinel failed over before the primary was killed{self.server_logs()}")
         # what the replica holds of the lock (nothing reaches it since the cut: what it will be promoted with)
         self.events["replicaHadKey"] = bool(self.replica.exists(lock_key))
+        self._wait_untilted()
         # from now on Sentinel finds a primary that answers no PING for DOWN_AFTER_MS down
         self.sentinel.execute_command(
             "SENTINEL", "SET", MASTER_NAME, "down-after-milliseconds", str(DOWN_AFTER_MS)
