@@ -131,3 +131,11 @@ def test_malformed_lines_are_counted_and_located_and_neighbours_read_alike(tmp_p
     # the good failover line beside them is read as it is alone
     got = _failovers([path])
     assert got.select("rule", "line").rows() == [("redis-server/switch-master", 6)]
+
+
+def test_inspect_says_the_dialect_read_the_failover_lines(tmp_path: Path) -> None:
+    from leaselog.reading.inspect import inspect_file
+
+    ins = inspect_file(_write(tmp_path, "redis-sentinel.log", SENTINEL))
+    assert ins.format == "redis" and ins.event_count == 0
+    assert ins.dialect_lines == {"redis-server": [7, 8, 9]}

@@ -199,11 +199,17 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
         unmapped_events=dict(report.unmapped_events.most_common(20)),
         dialect_lines={
             name: lines[:DIALECT_LINES]
-            for name, lines in ev.filter(labelled(ev, lambda raw: raw.str.contains("/", literal=True)))
-            .group_by(
-                pl.col("raw_event").cast(pl.String).str.split("/").list.first().alias("dialect"),
-                maintain_order=True,
+            for name, lines in pl.concat(
+                [
+                    ev.filter(labelled(ev, lambda raw: raw.str.contains("/", literal=True))).select(
+                        pl.col("raw_event").cast(pl.String), "line"
+                    ),
+                    # (a failover of the lock's Redis is read by a dialect too, and kept apart from the events)
+                    built.failovers.select(pl.col("rule").alias("raw_event"), "line"),
+                ]
             )
+            .sort("line", maintain_order=True)
+            .group_by(pl.col("raw_event").str.split("/").list.first().alias("dialect"), maintain_order=True)
             .agg(pl.col("line").unique(maintain_order=True))
             .iter_rows()
             if name in report.dialects
