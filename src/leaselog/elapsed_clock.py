@@ -105,13 +105,15 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         narrow.with_columns(pl.col("_row").alias("_pos"), pl.col("t_wall").alias("t")), jitter_ms
     ).select(pl.exclude("_pos", "t", "_sorted", "_w", "thread", "event"), pl.col("_w").alias("line"))
     # an epoch: the pod's lines in the file (of every job) from one elapsedMs origin, in line order (where
-    # elapsedMs goes back there, a process restarted, or an execution counts from its own start)
+    # elapsedMs goes back there, a process restarted, or an execution counts from its own start; at a
+    # start-up line, a process started, whatever uptime it gives)
     el = (
         narrow.filter(pl.col("elapsed_ms").is_not_null())
         .sort("_f", "line")
         .with_columns(
             (
                 (pl.col("_f") != pl.col("_f").shift(1)).fill_null(True)
+                | pl.col("_start")
                 | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(False)
             )
             .cum_sum()
