@@ -11,6 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.reading.dialects.redis_server import failover_addresses
+from leaselog.vocabulary import LOCK_FAILOVER
 
 __all__ = ["FAILOVER_SCHEMA", "REJECTED_SCHEMA", "empty_failovers", "split_failovers"]
 
@@ -42,7 +43,7 @@ def split_failovers(
     """`df` (build_events' frame: `t_wall` read, clock steps undone) without its `lock_failover` rows; those
     rows as FAILOVER_SCHEMA (in time order, a pod's clock offset taken off as for every event); and the
     ones without a readable time as rejected (`file`, `line`, `reason`)."""
-    mine = pl.col("event") == "lock_failover"
+    mine = pl.col("event") == LOCK_FAILOVER
     if not df.select(mine.any()).item():
         return (
             df,

@@ -33,9 +33,11 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     # no job's, a fact of the whole fleet (`FleetContext.failovers`); the events frame does not keep it.
     "lock_failover",
 )
-
-# events no job has: read although they name none (each kept apart from the events frame)
-JOBLESS_EVENTS: tuple[str, ...] = ("process_started", "lock_failover")
+# the canonical events that are no job's: kept through reading, dropped from the events frame (a process's
+# start once leaselog.elapsed_clock has read it; a failover into the fleet's facts, leaselog.failovers)
+PROCESS_STARTED = "process_started"
+LOCK_FAILOVER = "lock_failover"
+JOBLESS_EVENTS: tuple[str, ...] = (PROCESS_STARTED, LOCK_FAILOVER)
 
 # alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)
 EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
