@@ -258,3 +258,24 @@ def test_a_failover_outside_the_two_leases_is_not_cited(tmp_path: Path) -> None:
         return sorted((f.kind, f.duration_ms, f.severity, f.certainty) for f in x.finding_list)
 
     assert summary(with_sentinel) == summary(bare) == summary(whole)
+
+
+def test_a_sentinel_failover_says_the_lock_lost_the_key(tmp_path: Path) -> None:
+    """The same pods with their reconnect lines left out and the later token larger (the counter kept the
+    earlier increment): alone, a clock offset explains the pair as well (uncertain, at warning); with the
+    Sentinel's `+switch-master` in the window, the lock's Redis says it failed over: certain, as before."""
+    src = SAMPLES / "redis-sentinel"
+    for name in ("pod-a.jsonl", "pod-b.jsonl"):
+        lines = [x for x in (src / name).read_text().splitlines() if '"lock_reconnected"' not in x]
+        if name == "pod-b.jsonl":
+            lines = [x.replace('"fencingToken":1', '"fencingToken":2') for x in lines]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    (alone,) = _by_kind(leaselog.analyze(str(tmp_path)))["concurrent_leases"]
+    assert (alone.certainty, alone.severity) == ("uncertain", "warning")
+    assert "nothing in the logs says the lock lost the key" in alone.message
+    (tmp_path / "redis-sentinel.log").write_text((src / "redis-sentinel.log").read_text())
+    (told,) = _by_kind(leaselog.analyze(str(tmp_path)))["concurrent_leases"]
+    assert (told.certainty, told.severity) == ("certain", "error")
+    assert "Sentinel switched the primary of leaselog-lock" in told.message
+    assert "nothing in the logs says" not in told.message
+    assert told.duration_ms == alone.duration_ms

@@ -11,10 +11,10 @@ the connection and reconnected, to a new primary after a failover: "master chang
 leases' window; the lock's Redis failing over in that window, as its own logs say (a Sentinel's
 `+switch-master`, else its `+promoted-slave` or `+failover-end`, or the promoted server's `MASTER MODE
 enabled`: `lock_failover`, a fact of the whole fleet); and one fencing token handed to both (the promoted
-replica lost the counter's increment along with the key). The Redis logs' failover is cited only: it
-never changes how certain the finding is.
+replica lost the counter's increment along with the key).
 
-Where nothing says the lock lost the key and the later lease's fencing token is larger (the counter kept
+Where nothing says the lock lost the key (no reconnect, no failover of the lock's Redis in the window, no
+token handed out twice) and the later lease's fencing token is larger (the counter kept
 the earlier acquisition's increment: the lock's Redis had it), clocks that disagree by the figure explain
 the pair as well, and the finding is uncertain.
 
@@ -230,14 +230,15 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     # the whole of it lies inside the confirming call's latency: nothing of it is proven
     latency_doubt = (pl.col("proven_ms") <= 0).fill_null(False)
-    # nothing in the logs says the lock lost the key (no reconnect, no token handed out twice), and the
-    # fencing counter kept a's increment (b's token is larger): the lock's Redis had a's acquisition, and
-    # b's SET NX found the key gone. Two pods' clocks apart by the figure explain that as well as a lock
-    # that lost the key (an eviction, a flush): the logs cannot tell which
+    # nothing in the logs says the lock lost the key (no reconnect, no failover in the lock's Redis logs, no
+    # token handed out twice), and the fencing counter kept a's increment (b's token is larger): the lock's
+    # Redis had a's acquisition, and b's SET NX found the key gone. Two pods' clocks apart by the figure
+    # explain that as well as a lock that lost the key (an eviction, a flush): the logs cannot tell which
     counter_doubt = (
         pl.col("pod").ne_missing(pl.col("pod_b"))
         & pl.col("reconnect_t").is_null()
         & pl.col("reconnect_t_b").is_null()
+        & pl.col("failover_t").is_null()
         & (pl.col("fencing_token_b") > pl.col("fencing_token"))
     ).fill_null(False)
     found = found.with_columns(
@@ -473,8 +474,8 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             pl.when(pl.col("counter_doubt"))
             .then(
                 pl.format(
-                    " Yet nothing in the logs says the lock lost the key (no reconnect to Redis, no fencing token "
-                    "handed out twice), and the fencing counter kept {}'s increment ({} got token {}, {} got {}): "
+                    " Yet nothing in the logs says the lock lost the key (no reconnect to Redis, no failover in its "
+                    "logs, no fencing token handed out twice), and the fencing counter kept {}'s increment ({} got token {}, {} got {}): "
                     "the lock's Redis had {}'s acquisition, so {}'s SET NX found the key gone. Clocks of {} and "
                     "{} that disagree by {} explain that as well as a lock that lost the key (an eviction, a "
                     "flush): this is not proven (compare the pods' clocks, or log the lock client's reconnects).",
