@@ -5,8 +5,9 @@ processes) and scored like a campaign run: with execution ids and without, and i
   acquires, the primary killed 100 ms into A's work, the replica promoted by Sentinel (its moment is
   Sentinel's); pod B (a retry, fired 50 ms after the harness learns the new primary from Sentinel)
   reconnects to it and acquires the key, with A's fencing token; A, retrying its renewal meanwhile,
-  reconnects and is rejected. The lease (4 s) outlasts Sentinel's failover (down-after 500 ms, then up to
-  a second until it sees the promotion) by far, so B's lease always starts inside A's.
+  reconnects and is rejected. The harness waits on Sentinel's state (it names the new primary), never on
+  a time; the lease (6 s) outlasts Sentinel's failover (down-after 500 ms, then up to a second until it
+  sees the promotion: 1-2 s) by far, so B's lease starts inside A's on a loaded machine too.
 - clock step: pod B's logging clock steps back 2 s while it waits for the lock A holds; its `elapsedMs`
   does not step.
 """
@@ -57,9 +58,9 @@ def _plan(index: int, pods: list[PodPlan], **kw: Any) -> Plan:
 
 FAILOVER = _plan(
     911,
-    [PodPlan("A", "first", 0, "wait-silent", 40, 0), PodPlan("B", "retry", 200, "exit", 8, 0)],
-    lease_ms=4000,
-    renewal_ms=1000,
+    [PodPlan("A", "first", 0, "wait-silent", 60, 0), PodPlan("B", "retry", 200, "exit", 8, 0)],
+    lease_ms=6000,
+    renewal_ms=1500,
     renew_retry_ms=200,
     fault="failover",
     fault_at_ms=100,

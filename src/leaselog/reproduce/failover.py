@@ -61,7 +61,7 @@ START_TIMEOUT_S = 10.0
 PROMOTION_TIMEOUT_S = 20.0
 REPL_USER = "leaselog-lab-replication"
 MASTER_NAME = "leaselog-lock"  # the name Sentinel monitors the pair under
-DOWN_AFTER_MS = 500
+DOWN_AFTER_MS = 500  # at least; more where the replica's link has been down long (`down_after_ms`)
 # until the fault, Sentinel waits this long for a PONG: a primary slow to answer on a loaded machine is no
 # failover before the one the run draws (`SENTINEL SET ... down-after-milliseconds` at the kill)
 PATIENT_DOWN_AFTER_MS = 60_000
@@ -125,6 +125,16 @@ def _start(exe: str, port: int, folder: Path, name: str, extra: list[str]) -> su
     return subprocess.Popen(
         args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=UTC_ENV
     )
+
+
+def down_after_ms(link_down_s: int) -> int:
+    """Sentinel's `down-after-milliseconds` for a failover whose replica's link has been down `link_down_s`
+    (whole seconds, as its INFO says) at the kill. Sentinel promotes no replica whose link has been down
+    longer than ten times that plus the time the primary has been down (`sentinelSelectSlave`): the link
+    will have been down `link_down_s` (+1, the rounding) + down-after + the time Sentinel takes to select
+    (2 s allowed, a loaded machine's): at least DOWN_AFTER_MS, more on a machine so loaded that A took
+    long to acquire after the cut."""
+    return max(DOWN_AFTER_MS, -(-(link_down_s + 1 + 2) * 1000 // 9))
 
 
 def _start_sentinel(exe: str, port: int, folder: Path, primary_port: int) -> subprocess.Popen[bytes]:
@@ -285,9 +295,13 @@ class LockPair:
         # what the replica holds of the lock (nothing reaches it since the cut: what it will be promoted with)
         self.events["replicaHadKey"] = bool(self.replica.exists(lock_key))
         self._wait_untilted()
-        # from now on Sentinel finds a primary that answers no PING for DOWN_AFTER_MS down
+        # from now on Sentinel finds a primary that answers no PING for that long down
+        down_after = down_after_ms(
+            int(self.replica.info("replication").get("master_link_down_since_seconds", 0))
+        )
+        self.events["downAfterMs"] = down_after
         self.sentinel.execute_command(
-            "SENTINEL", "SET", MASTER_NAME, "down-after-milliseconds", str(DOWN_AFTER_MS)
+            "SENTINEL", "SET", MASTER_NAME, "down-after-milliseconds", str(down_after)
         )
         self.procs[0].kill()
         self.procs[0].wait(timeout=10)
