@@ -31,11 +31,13 @@ from leaselog.config import Settings
 from leaselog.events import FieldMapper, build_events, compact
 from leaselog.execution_runs import GIVEN_SCHEMA, identify_executions
 from leaselog.findings import Finding, enforce_invariants, records
+from leaselog.fleet import FleetContext
 from leaselog.library_advice import library_advice
 from leaselog.reading.library_lines import settle_library_rows
 from leaselog.reading.reader import RAW_SCHEMA, SNIFF_LINES, InputReport, Reader
 from leaselog.reading.sources import Source
 from leaselog.reconstruct import reconstruct
+from leaselog.vocabulary import LOCK_FAILOVER
 from leaselog.watch.follow import Chunk, Tail
 
 FLEET_CODES = ("LL701",)
@@ -182,7 +184,8 @@ class LiveState:
         # naming no lock takes its job from an earlier chunk's acquisition on the same thread)
         raw = settle_library_rows(self.raw(), [])
         if jobs is not None:
-            raw = raw.filter(pl.col("job_id").is_in(list(jobs)))
+            # (a failover of the lock's Redis is no job's: every job's checks see it)
+            raw = raw.filter(pl.col("job_id").is_in(list(jobs)) | (pl.col("event") == LOCK_FAILOVER))
         if order is not None and raw.height:
             keys = {i: order(i) for i in raw["file_index"].unique().to_list()}
             rank = {i: n for n, i in enumerate(sorted(keys, key=lambda i: keys[i]))}
@@ -190,8 +193,15 @@ class LiveState:
         built = build_events(raw, None, self.settings)
         events = identify_executions(compact(built.events.get_columns()), self.given)[0]
         executions, leases, renewals = reconstruct(events, self.settings)
+        # the events' own facts, and the failovers of the lock's Redis read with them (as analyze hands over)
+        fleet_facts = FleetContext.of(events, built.failovers) if built.failovers.height else None
         ctx = CheckContext(
-            events=events, executions=executions, leases=leases, renewals=renewals, settings=self.settings
+            events=events,
+            executions=executions,
+            leases=leases,
+            renewals=renewals,
+            settings=self.settings,
+            fleet=fleet_facts,
         )
         chosen = REGISTRY if fleet else tuple(c for c in REGISTRY if c.code not in FLEET_CODES)
         findings = enforce_invariants(
