@@ -39,7 +39,7 @@ _STRING_FIELDS = (
     "topic",
     "message_id",
 )
-_FLOAT_FIELDS = ("elapsed_ms", "latency_ms")
+_FLOAT_FIELDS = ("elapsed_ms", "latency_ms", "idle_ms")
 _INT_FIELDS = ("lease_ms", "fencing_token", "partition", "offset", "delivery_count", "attempt")
 
 # The typed frame: column -> dtype. Documented column by column in `leaselog.schema`.
@@ -75,6 +75,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "offset": pl.Int64(),
     "message_id": pl.String(),
     "delivery_count": pl.Int64(),
+    "idle_ms": pl.Float64(),
+    "entry_kept": pl.Boolean(),
     "attempt": pl.Int64(),
     "message": pl.String(),
     "file": pl.String(),
@@ -381,12 +383,15 @@ def build_events(
         pl.col("outcome").str.to_lowercase(),
         pl.col("release_outcome").str.to_lowercase(),
         pl.col("trigger").str.to_lowercase(),
-        pl.col("late")
-        .str.to_lowercase()
-        .replace_strict(
-            {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
-            default=None,
-            return_dtype=pl.Boolean,
+        *(
+            pl.col(c)
+            .str.to_lowercase()
+            .replace_strict(
+                {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
+                default=None,
+                return_dtype=pl.Boolean,
+            )
+            for c in ("late", "entry_kept")
         ),
     )
     # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)

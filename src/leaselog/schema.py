@@ -108,6 +108,16 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("offset", _I, "message offset"),
         ("message_id", _S, "message id (or key / stream entry id)"),
         ("delivery_count", _I, "how many times the message was delivered"),
+        (
+            "idle_ms",
+            _F,
+            "job_triggered of a redelivery: the message had been idle at least this long when claimed",
+        ),
+        (
+            "entry_kept",
+            _B,
+            "lease_renewal: since the execution's previous lease line it reset its message's idle time",
+        ),
         ("attempt", _I, "retry attempt number"),
         ("message", _S, "the human log message"),
         ("file", _S, "input file of the line (evidence)"),

@@ -23,8 +23,9 @@ behind `first_pod`'s (`leaselog.checks.offsets`): a figure that compares a momen
 one of `then_pod` is too large by at least that much. `contradicted` gives the facts the clocks
 contradict beyond the clock-skew bound (`clock_contradiction` states them).
 
-A stream redelivery orders nothing here: the lab's and the frameworks' lines carry a delivery count, not
-the idle time the broker waited for, so no bound follows from them.
+- **a stream redelivery** (`leaselog.checks.redeliveries`): a message claimed from another consumer once
+  it had been idle `idleMs` came at least that long after the previous owner last reset it
+  (`redelivered`): `gap_ms` is `then_at - first_at - idleMs` there.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import polars as pl
 from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import CheckContext, derived
 from leaselog.checks.phrasing import durations, text
+from leaselog.checks.redeliveries import redelivered
 
 FACT_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -336,10 +338,20 @@ def _facts(ctx: CheckContext) -> pl.DataFrame:
     leases = _leases(ctx.executions, _acquisition_owners(ctx))
     if not leases.height:
         return pl.DataFrame(schema=FACT_COLUMNS)
-    parts = [_denials(ctx, leases), _named(ctx, leases), _tokens(leases)]
+    parts = [_denials(ctx, leases), _named(ctx, leases), _tokens(leases), redelivered(ctx)]
+    columns = {**FACT_COLUMNS, "least_ms": pl.Float64()}
     return (
-        pl.concat([p.cast(pl.Schema({c: FACT_COLUMNS[c] for c in p.columns})) for p in parts], how="diagonal")
-        .with_columns(_ms(pl.col("then_at") - pl.col("first_at")).alias("gap_ms"))
+        pl.concat(
+            [
+                pl.DataFrame(schema=columns),
+                *(p.cast(pl.Schema({c: columns[c] for c in p.columns})) for p in parts if p.width),
+            ],
+            how="diagonal",
+        )
+        # the least time the fact puts between its two moments (a redelivery's idle time; else none)
+        .with_columns(
+            (_ms(pl.col("then_at") - pl.col("first_at")) - pl.col("least_ms").fill_null(0)).alias("gap_ms")
+        )
         .select(list(FACT_COLUMNS))
         .sort("job_id", "first_at", "then_at")
     )
@@ -395,17 +407,23 @@ def _contradiction_text(f: pl.DataFrame) -> pl.Series:
         durations(f["contradiction_ms"]).alias("_c"),
         pl.col("fact").replace_strict(_WHY, default="").alias("_why"),
     )
+    # how far apart the clocks put the two moments (the contradiction itself, but for a fact that puts time
+    # between them: a redelivery)
+    apart = _ms(pl.col("then_at") - pl.col("first_at"))
+    rows = rows.with_columns(durations(rows.select(apart.abs()).to_series()).alias("_apart"))
     more = pl.col("facts_contradicted") - 1
     return rows.select(
         pl.format(
-            "The clocks put the moment {} ({}) {} ({}:{}) {} before the moment {} ({}) {} ({}:{}), but {}: at least one "
+            "The clocks put the moment {} ({}) {} ({}:{}) {} the moment {} ({}) {} ({}:{}), but {}: at least one "
             "clock is off by {} or more, or a line's time is wrong{}.",
             text("then_id"),
             text("then_pod"),
             text("then_what"),
             text("then_file"),
             text("then_line"),
-            "_c",
+            pl.when(apart < 0)
+            .then(pl.format("{} before", "_apart"))
+            .otherwise(pl.format("only {} after", "_apart")),
             text("first_id"),
             text("first_pod"),
             text("first_what"),
@@ -425,6 +443,8 @@ _WHY = {
     "freed": "a worker is turned away only while someone holds the key: the holder's lease ended after it",
     "named": "the line names the owner the key held then: that owner's acquisition came first",
     "token": "fencing tokens grow with each acquisition: the smaller token's acquisition came first",
+    "redelivered": "a message is claimed from its consumer only once idle that long: the claim came at least "
+    "that much after the reset",
 }
 
 
