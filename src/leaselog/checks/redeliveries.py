@@ -31,22 +31,22 @@ _LEASE_LINES = ["lock_acquired", "lease_renewal"]
 
 
 def _kept(ctx: CheckContext) -> pl.DataFrame:
-    """Per execution, the lease line before its last renewal line with `entryKept` (in the same file)."""
-    lines = ctx.events.lazy().filter(
-        pl.col("event").is_in(_LEASE_LINES)
-        & pl.col("execution_id").is_not_null()
-        & pl.col("file").is_not_null()
-    )
+    """Per execution, the lease line before its last renewal line with `entryKept`: the one logged before it
+    (`seq`: the order the lines happened, a file sorted by time read in its write order), in the same file,
+    and where both lines carry `elapsedMs`, with the smaller one (the order its process saw)."""
     if not ctx.events.select(pl.col("entry_kept").fill_null(False).any()).item():
         return pl.DataFrame()
-    prev = ["pod", "clock", "t", "file", "line", "event"]
+    prev = ["pod", "clock", "t", "file", "line", "event", "elapsed_ms"]
     return (
-        lines.select("job_id", "execution_id", "entry_kept", *prev)
-        .sort("job_id", "execution_id", "file", "line")
+        ctx.events.lazy()
+        .filter(pl.col("event").is_in(_LEASE_LINES) & pl.col("execution_id").is_not_null())
+        .select("job_id", "execution_id", "seq", "entry_kept", *prev)
+        .sort("job_id", "execution_id", "seq")
         .with_columns(pl.col(c).shift(1).over("job_id", "execution_id").alias(f"p_{c}") for c in prev)
         .filter(
             pl.col("entry_kept").fill_null(False)
             & (pl.col("p_file") == pl.col("file"))
+            & (pl.col("p_elapsed_ms") < pl.col("elapsed_ms")).fill_null(True)
             & (pl.col("p_clock") == "wall")
             & pl.col("p_pod").is_not_null()
             & pl.col("p_t").is_not_null()
