@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.vocabulary import PROCESS_STARTED
 from leaselog.write_order import LIFECYCLE, write_positions
 
 __all__ = ["LIFECYCLE", "same_step", "spike", "undo_clock_steps"]
@@ -73,7 +74,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .with_row_index("_row")
         # (a process's start, which no job has, is kept only to say where the pod's elapsedMs begins anew)
         .filter(
-            (pl.col("job_id").is_not_null() | (pl.col("event") == "process_started"))
+            (pl.col("job_id").is_not_null() | (pl.col("event") == PROCESS_STARTED))
             & pl.col("t_wall").is_not_null()
         )
         .select(
@@ -85,7 +86,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "elapsed_ms",
             "thread",
             "event",
-            (pl.col("event") == "process_started").alias("_start"),
+            (pl.col("event") == PROCESS_STARTED).alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
@@ -105,13 +106,15 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         narrow.with_columns(pl.col("_row").alias("_pos"), pl.col("t_wall").alias("t")), jitter_ms
     ).select(pl.exclude("_pos", "t", "_sorted", "_w", "thread", "event"), pl.col("_w").alias("line"))
     # an epoch: the pod's lines in the file (of every job) from one elapsedMs origin, in line order (where
-    # elapsedMs goes back there, a process restarted, or an execution counts from its own start)
+    # elapsedMs goes back there, a process restarted, or an execution counts from its own start; at a
+    # start-up line, a process started, whatever uptime it gives)
     el = (
         narrow.filter(pl.col("elapsed_ms").is_not_null())
         .sort("_f", "line")
         .with_columns(
             (
                 (pl.col("_f") != pl.col("_f").shift(1)).fill_null(True)
+                | pl.col("_start")
                 | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(False)
             )
             .cum_sum()

@@ -25,7 +25,7 @@ from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
 from leaselog.timebase import pseudo_times
 from leaselog.values import TIME_SHAPES, ends_before_start, fall_back, times, typed_values
-from leaselog.vocabulary import EVENT_ALIASES, FIELD_ALIASES, normalise_event_name
+from leaselog.vocabulary import EVENT_ALIASES, FIELD_ALIASES, PROCESS_STARTED, normalise_event_name
 
 _STRING_FIELDS = (
     "pod",
@@ -406,7 +406,7 @@ def build_events(
     df = undo_clock_steps(df, settings.clock_jitter_ms)
     # a process's start (Spring Boot's start-up line) only told the clock where `elapsedMs` counts from
     # anew: it is no lease event, and no job's
-    if (started := df["event"] == "process_started").any():
+    if (started := df["event"] == PROCESS_STARTED).any():
         df = df.filter(~started)
     # A timestamp that is present but unreadable makes its line malformed; so does a missing one in a file
     # with wall-clock times (the event cannot be placed).

@@ -30,6 +30,8 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     # events frame does not keep it.
     "process_started",
 )
+# (the one canonical event that is no job's: kept through reading, dropped from the events frame)
+PROCESS_STARTED = "process_started"
 
 # alias (normalised: lower case, `-`/`.`/space -> `_`) -> (canonical event, fields the name implies)
 EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {

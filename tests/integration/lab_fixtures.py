@@ -212,8 +212,8 @@ FIXTURES = [
     Fixture(
         "step-between-runs",
         "pod-b's clock steps forward by 2248 ms between two of its runs while its process is younger than "
-        "the step: elapsedMs runs on past the old count as after a restart, but no start-up line lies "
-        "between, so it is a step of the clock, found and sized",
+        "the step: elapsedMs runs on past the old count as after a restart, and no start-up line lies "
+        "between; found and sized, and uncertain (a restart of the young process explains it as well)",
         _kept("step-between-runs"),  # run 27 of campaign seed 2041
         kept=True,
     ),

@@ -235,3 +235,24 @@ def test_concurrent_leases_are_optional_after_a_release_that_failed() -> None:
     kept["moments"]["pod-a"][-1] = _m("lock_released", 181, released=False)
     (e,) = [e for e in expectations(kept) if e.kind == "concurrent_leases"]
     assert not e.optional
+
+
+def test_a_step_or_restart_on_a_restarted_pod_is_tolerated_only_when_it_says_so() -> None:
+    a_runs = [_m("job_triggered", 0.0, executionId="a1"), _m("job_finished", 900.0, executionId="a1")]
+    a_runs += [_m("job_triggered", 3000.0, executionId="a2"), _m("job_finished", 3900.0, executionId="a2")]
+    restarted = [{"kind": "crash", "role": "A", "startMono": 1000.0, "endMono": 1000.0, "restarted": True}]
+    either = _f("clock_step", ["a1", "a2"], certainty="uncertain", pods=["pod-a"], durationMs=1300.0)
+    either["details"] = {"orRestartAt": "2026-12-01T08:00:01.200Z"}
+    said = score(_truth({"pod-a": a_runs}, faults=restarted), _doc(either))
+    assert [i.status for i in said.items] == ["tolerated"]
+    # a certain step there, or one that does not name the restart, is a false finding
+    sure = {**either, "certainty": "certain"}
+    assert [i.status for i in score(_truth({"pod-a": a_runs}, faults=restarted), _doc(sure)).items] == [
+        "false"
+    ]
+    bare = {**either, "details": {}}
+    assert [i.status for i in score(_truth({"pod-a": a_runs}, faults=restarted), _doc(bare)).items] == [
+        "false"
+    ]
+    # and on a pod that never restarted
+    assert [i.status for i in score(_truth({"pod-a": a_runs}), _doc(either)).items] == ["false"]

@@ -55,6 +55,9 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     "back_ms": pl.Float64(),
     "elapsed_ms": pl.Float64(),
     "prev_elapsed_ms": pl.Float64(),
+    # a forward step between two runs that a restart of the process explains as well (null: none can):
+    # the moment the new process would have started (`at` less its elapsedMs)
+    "restart_at": pl.Datetime("us", "UTC"),
 }
 
 # one execution's lines on one pod in one file (its lifecycle and its elapsedMs are compared along it)
@@ -322,10 +325,49 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     found = _one_per_step(found, jitter_ms).with_columns(
         (pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone")
     )
+    found = _restart_at(found, x)
     return (
         found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
         .cast(pl.Schema(STEP_COLUMNS))
         .sort("job_id", "file", "line")
+    )
+
+
+def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
+    """`found` with `restart_at`: a forward step between two runs of the job on the pod, after the earlier
+    run's last line, whose first line's elapsedMs is shorter than the wall-clock gap before it, reads as
+    well as a restart of the process (it counted elapsedMs anew, from a start after the line before; a
+    restart always reads as a forward step: the new process's elapsedMs runs past the old one's last
+    value only if it began after it). A start-up line between would have said so (a new elapsedMs
+    origin: leaselog.elapsed_clock); without one the logs cannot tell. A run that logs a line after the
+    step's first line lived across it: its process did not restart."""
+    last = (
+        x.filter(pl.col("execution_id").is_not_null())
+        .group_by("job_id", "_pod", "file", "execution_id")
+        .agg(pl.col("_ord").max().alias("_prev_last"))
+        .rename({"execution_id": "prev_execution_id"})
+    )
+    gap = _ms(pl.col("t") - pl.col("prev_at"))
+    restart = (
+        pl.col("exact")
+        & (pl.col("step_ms") > 0)
+        & pl.col("prev_execution_id").is_not_null()
+        & pl.col("prev_execution_id").ne_missing(pl.col("execution_id"))
+        & (pl.col("elapsed_ms") < gap)
+        & (pl.col("_prev_last") <= pl.col("_ord"))
+    ).fill_null(False)
+    return (
+        found.join(
+            last, on=["job_id", "_pod", "file", "prev_execution_id"], how="left", maintain_order="left"
+        )
+        .with_columns(
+            pl.when(restart)
+            .then(
+                pl.col("t") - pl.duration(microseconds=(pl.col("elapsed_ms") * 1000).round(0).cast(pl.Int64))
+            )
+            .alias("restart_at")
+        )
+        .drop("_prev_last")
     )
 
 
@@ -368,7 +410,7 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
     sign; `step_open_ms`: of those not undone), and where the first one is (`step_file`, `step_line`)."""
     both = pl.concat(
         [
-            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms", "undone"),
+            steps.select("job_id", "execution_id", "pod", "file", "line", "step_ms", "undone", "restart_at"),
             steps.select(
                 "job_id",
                 pl.col("prev_execution_id").alias("execution_id"),
@@ -377,6 +419,7 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
                 "line",
                 "step_ms",
                 "undone",
+                "restart_at",
             ),
         ]
     ).drop_nulls("execution_id")
@@ -385,8 +428,13 @@ def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
         .group_by("job_id", "execution_id", maintain_order=True)
         .agg(
             pl.col("step_ms").abs().max().alias("step_abs_ms"),
-            # the largest step not undone (no elapsedMs sized it): the times after it stay as logged
-            pl.col("step_ms").filter(~pl.col("undone")).abs().max().alias("step_open_ms"),
+            # the largest step not undone (no elapsedMs sized it: the times after it stay as logged), or
+            # undone where a restart explains it as well (then the undoing may be what is wrong)
+            pl.col("step_ms")
+            .filter(~pl.col("undone") | pl.col("restart_at").is_not_null())
+            .abs()
+            .max()
+            .alias("step_open_ms"),
             pl.col("step_ms").first().alias("first_step_ms"),
             pl.col("pod").first().alias("step_pod"),
             pl.col("file").first().alias("step_file"),

@@ -115,14 +115,21 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         pl.min_horizontal("prev_at", "at").alias("start"),
         pl.max_horizontal("prev_at", "at").alias("end"),
         size.alias("duration_ms"),
-        pl.lit("certain").alias("certainty"),
+        # a forward step between two runs that a restart of the process explains as well: the logs cannot
+        # tell which (leaselog.checks.clock_steps)
+        pl.when(pl.col("restart_at").is_not_null())
+        .then(pl.lit("uncertain"))
+        .otherwise(pl.lit("certain"))
+        .alias("certainty"),
         evidence(
             (pl.col("file"), pl.col("prev_line"), "last line before the step"),
             (pl.col("file"), pl.col("line"), "first line after the step"),
         ).alias("evidence"),
         # beside runs not told apart: whether the pod's elapsedMs keeps one origin across them (then the
         # step holds whichever run wrote each line: leaselog.caveats keeps it certain)
-        pl.when(pl.col("_untold").fill_null(False) & ~pl.col("by_facts"))
+        pl.when(pl.col("restart_at").is_not_null())
+        .then(details(**fields, orRestartAt=pl.col("restart_at").dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ")))
+        .when(pl.col("_untold").fill_null(False) & ~pl.col("by_facts"))
         .then(details(**fields, elapsedOneOrigin=pl.col("_one_origin")))
         .otherwise(details(**fields))
         .alias("details"),
@@ -136,6 +143,8 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         durations(rows["back_ms"]).alias("back_text"),
         moments(rows, "prev_at", "_wall").alias("prev_when"),
         moments(rows, "at", "_wall").alias("at_when"),
+        moments(rows, "restart_at", "_wall").alias("restart_when"),
+        durations(rows["elapsed_ms"]).alias("since_start"),
         durations(rows["elapsed_ms"] - rows["prev_elapsed_ms"]).alias("elapsed_text"),
         durations(pl.Series([ctx.settings.clock_jitter_ms] * rows.height, dtype=pl.Float64)).alias("jitter"),
     )
@@ -234,6 +243,20 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     .otherwise(pl.lit(" or more (without elapsedMs the step's full size is unknown)")),
                 )
             ),
+            pl.when(pl.col("restart_at").is_not_null())
+            .then(
+                pl.format(
+                    " Or the clock did not step: {} may have restarted between the two runs, at about {}, after "
+                    "its line before the step ({}), and counted elapsedMs anew ({} at this line); no start-up "
+                    "line between says which, so this step is uncertain (log the process's start, as Spring "
+                    'Boot\'s "Started ... in" line does, to tell).',
+                    text("pod"),
+                    "restart_when",
+                    "prev_when",
+                    "since_start",
+                )
+            )
+            .otherwise(pl.lit("")),
             pl.when(pl.col("contradicts").is_not_null())
             .then(pl.format(" {}", pl.col("contradiction_text")))
             .otherwise(pl.lit("")),

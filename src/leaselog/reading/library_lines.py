@@ -17,6 +17,7 @@ import polars as pl
 
 from leaselog.reading.dialects import DIALECTS
 from leaselog.reading.report import Stream
+from leaselog.vocabulary import PROCESS_STARTED
 
 __all__ = ["settle_library_rows"]
 
@@ -36,7 +37,7 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
     # a process's start is read (its line is used) but is no lease event (leaselog.elapsed_clock reads it)
     reports = {st.index: st.report for st in streams}
     for file_index, n in (
-        raw.filter(pl.col("event") == "process_started").group_by("file_index").len().iter_rows()
+        raw.filter(pl.col("event") == PROCESS_STARTED).group_by("file_index").len().iter_rows()
     ):
         if file_index in reports:
             reports[file_index].events -= n
@@ -59,7 +60,7 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
         )
         raw = raw.with_columns(pl.when(lone).then(before).otherwise(pl.col("job_id")).alias("job_id"))
         # (a process's start names no job, and needs none)
-        keep = keep & (pl.col("job_id").is_not_null() | (pl.col("event") == "process_started"))
+        keep = keep & (pl.col("job_id").is_not_null() | (pl.col("event") == PROCESS_STARTED))
     raw = raw.with_row_index("_row")
     dropped = raw.filter(~keep)
     if not dropped.is_empty():
