@@ -15,17 +15,16 @@ Besides a release that deleted the key (`leaselog.checks.causal`), the logs hold
   execution acquired the key with (on another pod): that acquisition came first (`named`);
 - **fencing tokens** that increase: the acquisition with the next larger token of a job came after the
   one before it (`token`), unless a token of the job was handed out twice (a failover took the counter
-  back: tokens order nothing there).
+  back: tokens order nothing there);
+- **a stream redelivery** (`leaselog.checks.redeliveries`): a message claimed from its previous consumer
+  once it had been idle `idleMs` came at least that long after that consumer last reset it
+  (`redelivered`): its `gap_ms` is `then_at - first_at - idleMs`.
 
 Each fact is a pair `first` (on one pod) before `then` (on another): `gap_ms` is `then_at - first_at` by
 the clocks, negative where they contradict the fact. `then_pod`'s clock then runs at least `-gap_ms`
 behind `first_pod`'s (`leaselog.checks.offsets`): a figure that compares a moment of `first_pod` before
 one of `then_pod` is too large by at least that much. `contradicted` gives the facts the clocks
 contradict beyond the clock-skew bound (`clock_contradiction` states them).
-
-- **a stream redelivery** (`leaselog.checks.redeliveries`): a message claimed from another consumer once
-  it had been idle `idleMs` came at least that long after the previous owner last reset it
-  (`redelivered`): `gap_ms` is `then_at - first_at - idleMs` there.
 """
 
 from __future__ import annotations
