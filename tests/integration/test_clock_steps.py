@@ -240,3 +240,28 @@ def test_a_clock_behind_all_along_shows_in_a_denial_and_makes_no_confident_two_l
     ahead = leaselog.analyze(_offset(logs, logs[1], 1000, tmp_path / "ahead", ids=ids))
     kinds = {f.kind for f in ahead.finding_list}
     assert not kinds & {"clock_step", "clock_contradiction", "concurrent_leases"}, kinds
+
+
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
+def test_a_clock_behind_all_along_with_no_fact_to_show_it_makes_no_confident_two_leases(
+    ids: bool, tmp_path: Path
+) -> None:
+    # the run above without pod-b's denial: no line orders the two pods' events but the fencing tokens
+    # (1, then 2), which say the lock's Redis kept pod-a's acquisition; pod-b's takeover, logged 1 s early,
+    # falls 0.87 s inside pod-a's lease by the clocks
+    src = tmp_path / "src"
+    src.mkdir()
+    for p in sorted(LAB.glob("pod-*.jsonl")):
+        keep = [x for x in p.read_text(encoding="utf-8").splitlines() if '"lock_denied"' not in x]
+        (src / p.name).write_text("\n".join(keep) + "\n", encoding="utf-8")
+    logs = sorted(src.glob("pod-*.jsonl"))
+    clean = leaselog.analyze(_offset(logs, logs[1], 0, tmp_path / "clean", ids=ids))
+    assert "concurrent_leases" not in {f.kind for f in clean.finding_list}
+    behind = leaselog.analyze(_offset(logs, logs[1], -1000, tmp_path / "behind", ids=ids))
+    (both,) = [f for f in behind.finding_list if f.kind == "concurrent_leases"]
+    assert (both.severity, both.certainty) == ("warning", "uncertain"), both.message
+    assert "the fencing counter kept" in both.message
+    assert both.duration_ms == 603.0, both.duration_ms  # to the first of the two leases' ends
+    assert not [f for f in behind.finding_list if f.severity == "error"], [
+        f.message for f in behind.finding_list
+    ]

@@ -11,6 +11,10 @@ the connection and reconnected, to a new primary after a failover: "master chang
 leases' window, and one fencing token handed to both (the promoted replica lost the counter's increment
 along with the key).
 
+Where nothing says the lock lost the key and the later lease's fencing token is larger (the counter kept
+the earlier acquisition's increment: the lock's Redis had it), clocks that disagree by the figure explain
+the pair as well, and the finding is uncertain.
+
 Best practice: know the lock's failover behaviour and topology (a replica promoted without the key hands
 it out again), protect writes with fencing tokens the destination enforces, make a lock count only once a
 replica has it (`WAIT 1 <ms>` after the `SET NX`, or `min-replicas-to-write` on the lock's Redis), and
@@ -165,10 +169,21 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     # the whole of it lies inside the confirming call's latency: nothing of it is proven
     latency_doubt = (pl.col("proven_ms") <= 0).fill_null(False)
+    # nothing in the logs says the lock lost the key (no reconnect, no token handed out twice), and the
+    # fencing counter kept a's increment (b's token is larger): the lock's Redis had a's acquisition, and
+    # b's SET NX found the key gone. Two pods' clocks apart by the figure explain that as well as a lock
+    # that lost the key (an eviction, a flush): the logs cannot tell which
+    counter_doubt = (
+        pl.col("pod").ne_missing(pl.col("pod_b"))
+        & pl.col("reconnect_t").is_null()
+        & pl.col("reconnect_t_b").is_null()
+        & (pl.col("fencing_token_b") > pl.col("fencing_token"))
+    ).fill_null(False)
     found = found.with_columns(
         offset_doubt.alias("offset_doubt"),
         latency_doubt.alias("latency_doubt"),
-        pl.when(offset_doubt | latency_doubt)
+        counter_doubt.alias("counter_doubt"),
+        pl.when(offset_doubt | latency_doubt | counter_doubt)
         .then(pl.lit("uncertain"))
         .otherwise(step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms))
         .alias("certainty"),
@@ -318,6 +333,27 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             )
             .otherwise(pl.lit("")),
             pl.col("caveat"),
+            pl.when(pl.col("counter_doubt"))
+            .then(
+                pl.format(
+                    " Yet nothing in the logs says the lock lost the key (no reconnect to Redis, no fencing token "
+                    "handed out twice), and the fencing counter kept {}'s increment ({} got token {}, {} got {}): "
+                    "the lock's Redis had {}'s acquisition, so {}'s SET NX found the key gone. Clocks of {} and "
+                    "{} that disagree by {} explain that as well as a lock that lost the key (an eviction, a "
+                    "flush): this is not proven (compare the pods' clocks, or log the lock client's reconnects).",
+                    a,
+                    a,
+                    text("fencing_token"),
+                    b,
+                    text("fencing_token_b"),
+                    a,
+                    b,
+                    text("pod"),
+                    text("pod_b"),
+                    durations(rows["size_ms"]),
+                )
+            )
+            .otherwise(pl.lit("")),
             pl.when(pl.col("latency_doubt"))
             .then(
                 pl.format(
