@@ -218,6 +218,15 @@ FIXTURES = [
         kept=True,
     ),
     Fixture(
+        "restart-before-step",
+        "pod-a is killed 189 ms into its first run and restarted; its host's clock was to step back 736 ms "
+        "later, in its third run. The lab's restarted pod took the step from its start while the truth put "
+        "it at the planned moment: the truth blamed a missed clock_step and two zombies on the wrong runs. "
+        "A pod restarted before its host's clock steps now takes the step at the moment planned",
+        _kept("restart-before-step"),  # run 113 of campaign seed 2102
+        kept=True,
+    ),
+    Fixture(
         "step-then-crash-sorted",
         "pod-b's clock steps back 2080 ms mid-run and the three lines after the step share one elapsedMs; "
         "in renderings sorted by time (kubectl --prefix, Loki) that group was not joined to the run it "

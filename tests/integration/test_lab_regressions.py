@@ -29,6 +29,7 @@ PASSING = {
     "quick-retry-interval",
     "redelivery-step-klog",
     "release-timeout-handover",
+    "restart-before-step",
     "restart-between-runs",
     "retry-spacing-interval",
     "skewed-crash-takeover",

@@ -162,10 +162,16 @@ class _Run:
         self.acl_password = uuid.uuid4().hex
         self.pair: LockPair | None = None  # the lock's own primary and replica (a failover run)
 
-    def stepped(self, p: PodPlan) -> int:
-        """The step `p`'s host clock has taken already (a pod restarted after a crash keeps it)."""
+    def planned_step(self, p: PodPlan) -> dict[str, Any] | None:
+        """The step `p`'s host clock takes (`fromMono`, `stepMs`), once its first lease line planned it."""
         f = self.scratch / f"{p.pod}.clock.json"
-        return int(json.loads(f.read_text(encoding="utf-8"))["stepMs"]) if f.exists() else 0
+        return json.loads(f.read_text(encoding="utf-8")) if f.exists() else None
+
+    def stepped(self, p: PodPlan) -> int:
+        """The step `p`'s host clock has taken by now (a pod restarted after a crash keeps it; one
+        restarted before it comes still takes it at the moment planned: it is the host's clock)."""
+        step = self.planned_step(p)
+        return int(step["stepMs"]) if step is not None and step["fromMono"] <= mono_ms() else 0
 
     def clocks(self) -> dict[str, list[dict[str, Any]]]:
         """Each pod's logging clock as a function of true time: its offset from `fromMono` on (None: from
@@ -185,6 +191,8 @@ class _Run:
         plan = self.plan
         here = Path(__file__).resolve().parent
         launch = LAUNCH.format(pkg=str(here.parent), sub=str(here))
+        # (judged once: the step may come while the arguments are put together)
+        planned, taken = self.planned_step(p), self.stepped(p)
         args = [
             sys.executable,
             "-c",
@@ -234,13 +242,21 @@ class _Run:
             "--completion",
             plan.completion,
             "--clock-offset-ms",
-            str(p.clock_offset_ms + self.stepped(p)),
+            str(p.clock_offset_ms + taken),
         ]
         if plan.renew:
             args.append("--renew")
         if self.pair is not None:
             args += ["--lock-redis", self.pair.primary_url, "--primary-key", primary_key(self.prefix)]
-        if plan.clock_step_ms and p.role == plan.clock_step_role and not self.stepped(p):
+        if planned is not None and not taken:
+            # restarted before its host's clock stepped: the step comes at the moment already planned
+            args += [
+                "--clock-step-ms",
+                str(planned["stepMs"]),
+                "--clock-step-at-mono",
+                str(planned["fromMono"]),
+            ]
+        elif plan.clock_step_ms and p.role == plan.clock_step_role and planned is None:
             args += [
                 "--clock-step-ms",
                 str(plan.clock_step_ms),

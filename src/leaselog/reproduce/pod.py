@@ -185,6 +185,7 @@ class PodLog:
         clock_offset_ms: int = 0,
         clock_step: tuple[float, int] | None = None,
         clock_file: Path | None = None,
+        step_at: float | None = None,
     ) -> None:
         self._log = path.open("a", encoding="utf-8")
         self._truth = truth.open("a", encoding="utf-8")
@@ -193,9 +194,10 @@ class PodLog:
         self.offset_ns = clock_offset_ms * 1_000_000
         # (ms after the pod's first lease line, step ms): from then on the logging clock is off by the step
         # more, as after an NTP step or a manual `date -s`; elapsedMs (monotonic) does not step. The
-        # moment it stepped (CLOCK_MONOTONIC ms) goes to `clock_file`, for the truth.
+        # moment it stepped (CLOCK_MONOTONIC ms) goes to `clock_file`, for the truth. `step_at`: that moment,
+        # planned already (a pod restarted before its host's clock stepped)
         self.clock_step, self.clock_file = clock_step, clock_file
-        self.step_at: float | None = None
+        self.step_at: float | None = step_at
         self.t0 = mono_ms()
 
     def logged_ns(self, wall_ns: int, m: float) -> int:

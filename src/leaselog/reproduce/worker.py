@@ -104,6 +104,7 @@ class Pod:
             a.clock_offset_ms,
             (a.clock_step_after_ms, a.clock_step_ms) if a.clock_step_ms else None,
             Path(a.clock_file) if a.clock_file else None,
+            a.clock_step_at_mono,
         )
         self.triggers = a.threads.split(",") if a.threads else [a.trigger]
         self._count = threading.Lock()

@@ -62,6 +62,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--clock-step-after-ms", type=int, default=0, help="when: after the pod's first lease line"
     )
+    p.add_argument(
+        "--clock-step-at-mono",
+        type=float,
+        default=None,
+        help="when, instead: at this CLOCK_MONOTONIC ms (a pod restarted before its host's clock stepped)",
+    )
     p.add_argument("--clock-file", default=None, help="where the pod writes when its clock stepped (truth)")
     p.add_argument("--wait-for", default=None, help="keep working until this marker exists")
     p.add_argument("--progress-note", default=None, help="log this job_progress line when the work ends")
