@@ -58,6 +58,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "elapsed_ms": pl.Float64(),
     # ms taken off the logged time: a clock step inside the execution, undone by its elapsedMs
     "clock_step_ms": pl.Float64(),
+    # the job's first line on the pod after a process's start-up line: elapsedMs counts anew from it
+    "new_origin": pl.Boolean(),
     "lease_ms": pl.Int64(),
     "fencing_token": pl.Int64(),
     "owner": pl.String(),
@@ -97,7 +99,7 @@ RAW_COLUMNS: tuple[str, ...] = (
     *(
         c
         for c in EVENT_SCHEMA
-        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "file", "line", "fields")
+        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "new_origin", "file", "line", "fields")
     ),
     "file",
     "line",

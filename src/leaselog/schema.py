@@ -87,6 +87,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "ms taken off the logged time: its execution's wall clock stepped before this line, by as much "
             "as its elapsedMs shows (null: none)",
         ),
+        (
+            "new_origin",
+            _B,
+            "true on the job's first line on the pod after a process's start-up line: its elapsedMs counts "
+            "from the new process's start (null: not such a line)",
+        ),
         ("lease_ms", _I, "leaseMs: the TTL granted (lock_acquired)"),
         ("fencing_token", _I, "fencing token of the lease (lock_acquired) or of a write (completion)"),
         ("owner", _S, "the owner value stored in the lock"),
