@@ -61,8 +61,8 @@ def same_step(jitter_ms: float) -> pl.Expr:
 
 def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     """`df` (build_events' frame: `file_index`, `line`, `pod`, `thread`, `job_id`, `execution_id`,
-    `t_wall`, `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none) and
-    `t_wall` less it. A step is seen where it shows (one execution's lines, or one thread's without ids) and
+    `t_wall`, `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none),
+    `t_wall` less it, and `new_origin` (true: the job's first line on the pod after a start-up line). A step is seen where it shows (one execution's lines, or one thread's without ids) and
     undone for every line of the job on that pod in that file from the step's first line on: the pod's
     clock stepped for all its threads."""
     # a lane: one thread's lines (it writes them one after the other, whatever execution they are of), else
@@ -86,6 +86,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "elapsed_ms",
             "thread",
             "event",
+            "execution_id",
             (pl.col("event") == PROCESS_STARTED).alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
@@ -97,7 +98,10 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         )
         .collect()
     )
-    none = df.with_columns(pl.lit(None, dtype=pl.Float64).alias("clock_step_ms"))
+    none = df.with_columns(
+        pl.lit(None, dtype=pl.Float64).alias("clock_step_ms"),
+        pl.lit(None, dtype=pl.Boolean).alias("new_origin"),
+    )
     if not narrow.height or narrow["elapsed_ms"].null_count() == narrow.height:
         return none
     # `line` from here on: the line's place in the order its pod wrote it (leaselog.write_order: a file
@@ -105,6 +109,10 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     narrow = write_positions(
         narrow.with_columns(pl.col("_row").alias("_pos"), pl.col("t_wall").alias("t")), jitter_ms
     ).select(pl.exclude("_pos", "t", "_sorted", "_w", "thread", "event"), pl.col("_w").alias("line"))
+    origins = _after_start(narrow)
+    if origins.height:
+        flagged = pl.int_range(pl.len(), dtype=pl.UInt32).is_in(origins["_row"].implode())
+        none = none.with_columns(pl.when(flagged).then(True).alias("new_origin"))
     # an epoch: the pod's lines in the file (of every job) from one elapsedMs origin, in line order (where
     # elapsedMs goes back there, a process restarted, or an execution counts from its own start; at a
     # start-up line, a process started, whatever uptime it gives)
@@ -161,6 +169,8 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         prev("line").alias("prev_line"),
         prev("t_wall").alias("_prev_t"),
         prev("elapsed_ms").alias("_prev_el"),
+        prev("_life").alias("_prev_life"),
+        prev("execution_id").alias("_prev_x"),
     )
     drift_off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
     if not el.select(drift_off.any()).item():
@@ -179,9 +189,34 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
         .select("_p")
     )
+    # a jump forward between two runs (the earlier one over, not living on) whose first line's elapsedMs is
+    # shorter than the wall-clock gap before it reads as well as a process that started inside the gap
+    # and counted anew: the logs cannot tell, and the lines stay as logged (leaselog.checks.clock_steps
+    # reports the jump as an uncertain step)
+    gap = (pl.col("t_wall") - pl.col("_prev_t")).dt.total_microseconds() / 1000
+    restart = (
+        (pl.col("_drift") > 0)
+        & (pl.col("_life") != pl.col("_prev_life"))
+        & ~pl.col("_both")
+        & (pl.col("elapsed_ms") < gap)
+    ).fill_null(False)
+    # (not where the earlier run, by its own execution id, logs a line after it: it lived across; an id
+    # the two runs share, as a restarted process's counter gives, says nothing of that)
+    last = narrow.group_by("_p", "execution_id").agg(pl.col("line").max().alias("_last"))
+    restarts = (
+        el.filter(restart)
+        .join(last.rename({"execution_id": "_prev_x"}), on=["_p", "_prev_x"], how="left")
+        .filter(
+            pl.col("_last").is_null()
+            | (pl.col("_last") <= pl.col("line"))
+            | pl.col("_prev_x").eq_missing(pl.col("execution_id"))
+        )
+        .select("_p", "line")
+    )
     steps = (
         el.join(timeline, on="_p", how="semi")
         .filter(pl.col("_off") & ~pl.col("_spike"))
+        .join(restarts, on=["_p", "line"], how="anti")
         .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el")
         .sort("_p", "line")
     )
@@ -253,7 +288,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .select("_row", "_corr")
     )
     return (
-        df.with_row_index("_row")
+        none.with_row_index("_row")
         .join(rows, on="_row", how="left", maintain_order="left")
         .with_columns(
             pl.col("_corr").alias("clock_step_ms"),
@@ -265,4 +300,36 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             .alias("t_wall"),
         )
         .drop("_row", "_corr")
+    )
+
+
+def _after_start(narrow: pl.DataFrame) -> pl.DataFrame:
+    """(`_row`) of each job's first line with elapsedMs on a pod in a file after a process's start-up line
+    there (in write order): from it on, the job's elapsedMs counts from the new process's start."""
+    starts = (
+        narrow.filter(pl.col("_start")).select("_f", pl.col("line").alias("_start_line")).sort("_start_line")
+    )
+    if not starts.height:
+        return pl.DataFrame(schema={"_row": pl.UInt32})
+    lines = (
+        narrow.filter(~pl.col("_start") & pl.col("elapsed_ms").is_not_null())
+        .select("_row", "_p", "_f", "line")
+        .sort("_p", "line")
+        .with_columns(pl.col("line").shift(1).over("_p").alias("_prev"))
+        .sort("line")
+    )
+    return (
+        lines.join_asof(
+            starts,
+            left_on="line",
+            right_on="_start_line",
+            by="_f",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(
+            pl.col("_start_line").is_not_null()
+            & (pl.col("_prev").is_null() | (pl.col("_prev") < pl.col("_start_line")))
+        )
+        .select("_row")
     )

@@ -40,7 +40,7 @@ _STRING_FIELDS = (
     "topic",
     "message_id",
 )
-_FLOAT_FIELDS = ("elapsed_ms", "latency_ms")
+_FLOAT_FIELDS = ("elapsed_ms", "latency_ms", "idle_ms")
 _INT_FIELDS = ("lease_ms", "fencing_token", "partition", "offset", "delivery_count", "attempt")
 
 # The typed frame: column -> dtype. Documented column by column in `leaselog.schema`.
@@ -59,6 +59,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "elapsed_ms": pl.Float64(),
     # ms taken off the logged time: a clock step inside the execution, undone by its elapsedMs
     "clock_step_ms": pl.Float64(),
+    # the job's first line on the pod after a process's start-up line: elapsedMs counts anew from it
+    "new_origin": pl.Boolean(),
     "lease_ms": pl.Int64(),
     "fencing_token": pl.Int64(),
     "owner": pl.String(),
@@ -76,6 +78,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "offset": pl.Int64(),
     "message_id": pl.String(),
     "delivery_count": pl.Int64(),
+    "idle_ms": pl.Float64(),
+    "entry_kept": pl.Boolean(),
     "attempt": pl.Int64(),
     "message": pl.String(),
     "file": pl.String(),
@@ -96,7 +100,7 @@ RAW_COLUMNS: tuple[str, ...] = (
     *(
         c
         for c in EVENT_SCHEMA
-        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "file", "line", "fields")
+        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "new_origin", "file", "line", "fields")
     ),
     "file",
     "line",
@@ -386,12 +390,15 @@ def build_events(
         pl.col("outcome").str.to_lowercase(),
         pl.col("release_outcome").str.to_lowercase(),
         pl.col("trigger").str.to_lowercase(),
-        pl.col("late")
-        .str.to_lowercase()
-        .replace_strict(
-            {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
-            default=None,
-            return_dtype=pl.Boolean,
+        *(
+            pl.col(c)
+            .str.to_lowercase()
+            .replace_strict(
+                {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False},
+                default=None,
+                return_dtype=pl.Boolean,
+            )
+            for c in ("late", "entry_kept")
         ),
     )
     # a renewal line without an outcome is a success (e.g. `lease_renewed`, or a plain renewal log)

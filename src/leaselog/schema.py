@@ -87,6 +87,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "ms taken off the logged time: its execution's wall clock stepped before this line, by as much "
             "as its elapsedMs shows (null: none)",
         ),
+        (
+            "new_origin",
+            _B,
+            "true on the job's first line on the pod after a process's start-up line: its elapsedMs counts "
+            "from the new process's start (null: not such a line)",
+        ),
         ("lease_ms", _I, "leaseMs: the TTL granted (lock_acquired)"),
         ("fencing_token", _I, "fencing token of the lease (lock_acquired) or of a write (completion)"),
         ("owner", _S, "the owner value stored in the lock"),
@@ -108,6 +114,16 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ("offset", _I, "message offset"),
         ("message_id", _S, "message id (or key / stream entry id)"),
         ("delivery_count", _I, "how many times the message was delivered"),
+        (
+            "idle_ms",
+            _F,
+            "job_triggered of a redelivery: the message had been idle at least this long when claimed",
+        ),
+        (
+            "entry_kept",
+            _B,
+            "lease_renewal: since the execution's previous lease line it reset its message's idle time",
+        ),
         ("attempt", _I, "retry attempt number"),
         ("message", _S, "the human log message"),
         ("file", _S, "input file of the line (evidence)"),

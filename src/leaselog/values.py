@@ -269,6 +269,7 @@ _SPELLING = {
     "partition": "partition",
     "offset": "offset",
     "delivery_count": "deliveryCount",
+    "idle_ms": "idleMs",
     "attempt": "attempt",
 }
 

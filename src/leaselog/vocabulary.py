@@ -178,6 +178,12 @@ FIELD_ALIASES: dict[str, list[str]] = {
         "delivery_attempt",
         "messaging.delivery_count",
     ],
+    # a redelivered message's line: how long it had been idle (pending, unacknowledged, not kept) at
+    # least when this consumer claimed it (XAUTOCLAIM's min-idle-time)
+    "idle_ms": ["idleMs", "idle_ms", "pendingIdleMs"],
+    # a renewal line: since the execution's previous lease line, it reset its trigger entry's idle time
+    # while the entry was still its delivery's
+    "entry_kept": ["entryKept", "entry_kept"],
     "attempt": ["attempt", "retryAttempt", "retry_attempt", "retry.attempt"],
     "message": ["message", "msg", "short_message", "body"],
 }

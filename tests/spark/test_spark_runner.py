@@ -116,3 +116,18 @@ def test_the_partitions_come_out_in_any_number(spark: Any) -> None:
     expected = _bytes(leaselog.analyze(paths))
     for n in (1, 7):
         assert _bytes(run(paths, settings_of(), spark=spark, partitions=n)) == expected, n
+
+
+def test_a_redelivery_idle_time_gives_the_one_machine_document(spark: Any) -> None:
+    """`idleMs` and `entryKept` (Float64 and Boolean columns of the events) cross to Spark and back: the
+    redelivery's ordering fact, and the contradiction it names, come out as on one machine."""
+    paths = [str(ROOT / "tests" / "fixtures" / "checks" / "LL105" / "fires_redelivery_before_idle.jsonl")]
+    on_spark = run(paths, settings_of(), spark=spark, partitions=2)
+    one = leaselog.analyze(paths)
+    assert _bytes(on_spark) == _bytes(one)
+    facts = [
+        f["details"]["fact"]
+        for f in leaselog.document(on_spark)["findings"]
+        if f["kind"] == "clock_contradiction"
+    ]
+    assert facts == ["redelivered"]

@@ -15,16 +15,16 @@ Besides a release that deleted the key (`leaselog.checks.causal`), the logs hold
   execution acquired the key with (on another pod): that acquisition came first (`named`);
 - **fencing tokens** that increase: the acquisition with the next larger token of a job came after the
   one before it (`token`), unless a token of the job was handed out twice (a failover took the counter
-  back: tokens order nothing there).
+  back: tokens order nothing there);
+- **a stream redelivery** (`leaselog.checks.redeliveries`): a message claimed from its previous consumer
+  once it had been idle `idleMs` came at least that long after that consumer last reset it
+  (`redelivered`): its `gap_ms` is `then_at - first_at - idleMs`.
 
 Each fact is a pair `first` (on one pod) before `then` (on another): `gap_ms` is `then_at - first_at` by
 the clocks, negative where they contradict the fact. `then_pod`'s clock then runs at least `-gap_ms`
 behind `first_pod`'s (`leaselog.checks.offsets`): a figure that compares a moment of `first_pod` before
 one of `then_pod` is too large by at least that much. `contradicted` gives the facts the clocks
 contradict beyond the clock-skew bound (`clock_contradiction` states them).
-
-A stream redelivery orders nothing here: the lab's and the frameworks' lines carry a delivery count, not
-the idle time the broker waited for, so no bound follows from them.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import polars as pl
 from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import CheckContext, derived
 from leaselog.checks.phrasing import durations, text
+from leaselog.checks.redeliveries import redelivered
 
 FACT_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -336,10 +337,20 @@ def _facts(ctx: CheckContext) -> pl.DataFrame:
     leases = _leases(ctx.executions, _acquisition_owners(ctx))
     if not leases.height:
         return pl.DataFrame(schema=FACT_COLUMNS)
-    parts = [_denials(ctx, leases), _named(ctx, leases), _tokens(leases)]
+    parts = [_denials(ctx, leases), _named(ctx, leases), _tokens(leases), redelivered(ctx)]
+    columns = {**FACT_COLUMNS, "least_ms": pl.Float64()}
     return (
-        pl.concat([p.cast(pl.Schema({c: FACT_COLUMNS[c] for c in p.columns})) for p in parts], how="diagonal")
-        .with_columns(_ms(pl.col("then_at") - pl.col("first_at")).alias("gap_ms"))
+        pl.concat(
+            [
+                pl.DataFrame(schema=columns),
+                *(p.cast(pl.Schema({c: columns[c] for c in p.columns})) for p in parts if p.width),
+            ],
+            how="diagonal",
+        )
+        # the least time the fact puts between its two moments (a redelivery's idle time; else none)
+        .with_columns(
+            (_ms(pl.col("then_at") - pl.col("first_at")) - pl.col("least_ms").fill_null(0)).alias("gap_ms")
+        )
         .select(list(FACT_COLUMNS))
         .sort("job_id", "first_at", "then_at")
     )
@@ -395,17 +406,23 @@ def _contradiction_text(f: pl.DataFrame) -> pl.Series:
         durations(f["contradiction_ms"]).alias("_c"),
         pl.col("fact").replace_strict(_WHY, default="").alias("_why"),
     )
+    # how far apart the clocks put the two moments (the contradiction itself, but for a fact that puts time
+    # between them: a redelivery)
+    apart = _ms(pl.col("then_at") - pl.col("first_at"))
+    rows = rows.with_columns(durations(rows.select(apart.abs()).to_series()).alias("_apart"))
     more = pl.col("facts_contradicted") - 1
     return rows.select(
         pl.format(
-            "The clocks put the moment {} ({}) {} ({}:{}) {} before the moment {} ({}) {} ({}:{}), but {}: at least one "
+            "The clocks put the moment {} ({}) {} ({}:{}) {} the moment {} ({}) {} ({}:{}), but {}: at least one "
             "clock is off by {} or more, or a line's time is wrong{}.",
             text("then_id"),
             text("then_pod"),
             text("then_what"),
             text("then_file"),
             text("then_line"),
-            "_c",
+            pl.when(apart < 0)
+            .then(pl.format("{} before", "_apart"))
+            .otherwise(pl.format("only {} after", "_apart")),
             text("first_id"),
             text("first_pod"),
             text("first_what"),
@@ -425,6 +442,8 @@ _WHY = {
     "freed": "a worker is turned away only while someone holds the key: the holder's lease ended after it",
     "named": "the line names the owner the key held then: that owner's acquisition came first",
     "token": "fencing tokens grow with each acquisition: the smaller token's acquisition came first",
+    "redelivered": "a message is claimed from its consumer only once idle that long: the claim came at least "
+    "that much after the reset",
 }
 
 

@@ -96,16 +96,36 @@ def _nothing_to_see(events: pl.DataFrame, jitter_ms: float) -> bool:
     # threads (its work and its renewals) can show a step only across them. Its wall clock less its
     # elapsedMs (the moment elapsedMs counts from) stays put within the jitter unless its clock stepped
     origin = (pl.col("t").dt.epoch("us") / 1000 - pl.col("elapsed_ms")).alias("_origin")
+    timed = events.lazy().filter(pl.col("elapsed_ms").is_not_null() & (pl.col("clock") == "wall"))
     spread = (
-        events.lazy()
-        .filter(pl.col("elapsed_ms").is_not_null() & (pl.col("clock") == "wall"))
-        .group_by("job_id", "pod", "file", "execution_id")
+        timed.group_by("job_id", "pod", "file", "execution_id")
         .agg((origin.max() - origin.min()).alias("_spread"))
         .select(pl.col("_spread").max())
         .collect()
         .item()
     )
-    return spread is None or spread <= jitter_ms
+    if spread is not None and spread > jitter_ms:
+        return False
+    # nor from one run to the next of the job on the pod: the moment elapsedMs counts from moves on while
+    # elapsedMs does not go back, and no start-up line lies between (a jump a restart may explain, left as
+    # logged: leaselog.elapsed_clock)
+    pod = pl.struct("job_id", "pod", "file").hash()
+    fresh = pl.col("new_origin").fill_null(False) if "new_origin" in events.columns else pl.lit(False)
+    jump = (
+        timed.select(origin, "elapsed_ms", fresh.alias("_fresh"), pod.alias("_k"))
+        .select(
+            (
+                (pl.col("_origin") - pl.col("_origin").shift(1).over("_k") > jitter_ms)
+                & (pl.col("elapsed_ms") >= pl.col("elapsed_ms").shift(1).over("_k"))
+                & ~pl.col("_fresh")
+            )
+            .fill_null(False)
+            .any()
+        )
+        .collect()
+        .item()
+    )
+    return not jump
 
 
 def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
@@ -118,6 +138,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # the times as logged: a step inside an execution is undone when the events are built
     # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
     undone = pl.col("clock_step_ms") if "clock_step_ms" in events.columns else pl.lit(None, dtype=pl.Float64)
+    fresh = pl.col("new_origin").fill_null(False) if "new_origin" in events.columns else pl.lit(False)
     logged = pl.col("t") + pl.duration(microseconds=(undone.fill_null(0.0) * 1000).round(0).cast(pl.Int64))
     x = (
         events.lazy()
@@ -134,6 +155,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "thread",
             undone.is_not_null().alias("_moved"),
             undone.fill_null(0.0).alias("_undo"),
+            fresh.alias("_fresh"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
             # other, whatever execution they are of); a log that names no thread is one lane per pod
             pl.col("thread").fill_null("").alias("_lane"),
@@ -299,7 +321,56 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             pl.lit(True).alias("exact"),
         )
     )
+    # (d) a jump forward between two runs that a restart explains as well is left as logged
+    # (leaselog.elapsed_clock): it is where the job's lines on the pod with elapsedMs, one run over and the
+    # next begun with no start-up line between, advance more on the wall clock than on elapsedMs (kept
+    # only where a restart explains it: `_restart_at`)
+    closes = pl.col("event").is_in(["lock_denied", "job_finished", "job_stopped", "lock_released"])
+    begins = (
+        pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8)
+        <= LIFECYCLE["job_started"]
+    )
+    jumps = (
+        x.filter(pl.col("elapsed_ms").is_not_null())
+        .sort([*pod_lines, "_w"])
+        .with_columns(
+            _prev("line", pod_lines).alias("prev_line"),
+            _prev("_ord", pod_lines).alias("prev_ord"),
+            _prev("t", pod_lines).alias("prev_at"),
+            _prev("elapsed_ms", pod_lines).alias("prev_elapsed_ms"),
+            _prev("execution_id", pod_lines).alias("prev_execution_id"),
+            pl.when(~_new_group(pod_lines)).then(closes.shift(1)).alias("_closed"),
+            (pl.col("_undo") == _prev("_undo", pod_lines)).alias("_same_undo"),
+        )
+        .with_columns(
+            (_ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
+                "step_ms"
+            )
+        )
+        .filter(
+            pl.col("_closed").fill_null(False)
+            & begins.fill_null(False)
+            & ~pl.col("_fresh")
+            & (pl.col("elapsed_ms") >= pl.col("prev_elapsed_ms")).fill_null(False)
+            & (pl.col("step_ms") > jitter_ms).fill_null(False)
+            & pl.col("_same_undo").fill_null(False)
+        )
+        .select(
+            "job_id",
+            "file",
+            "line",
+            "_ord",
+            "prev_line",
+            "prev_at",
+            "prev_elapsed_ms",
+            "prev_ord",
+            "prev_execution_id",
+            "step_ms",
+            pl.lit(True).alias("exact"),
+        )
+    )
     exact = pl.concat([exact, moved.join(exact, on="_ord", how="anti")])
+    exact = pl.concat([exact, jumps.join(exact, on="_ord", how="anti")])
     rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord")
     found = (
         exact.join(back.select("_ord", "back_ms"), on="_ord", how="left")
@@ -322,10 +393,16 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .join(rows, on="_ord", how="left")
         .unique("_ord", keep="first", maintain_order=True)
     )
-    found = _one_per_step(found, jitter_ms).with_columns(
-        (pl.col("exact") & pl.col("_moved").fill_null(False)).alias("undone")
+    found = (
+        _one_per_step(found, jitter_ms)
+        .join(jumps.select("_ord", pl.lit(True).alias("_jump")), on="_ord", how="left")
+        .with_columns(pl.col("_jump").fill_null(False))
+        .with_columns(
+            (pl.col("exact") & pl.col("_moved").fill_null(False) & ~pl.col("_jump")).alias("undone")
+        )
     )
-    found = _restart_at(found, x)
+    # a jump of (d) that no restart explains was undone (and found by (c)), or is none
+    found = _restart_at(found, x).filter(~pl.col("_jump") | pl.col("restart_at").is_not_null())
     return (
         found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
         .cast(pl.Schema(STEP_COLUMNS))

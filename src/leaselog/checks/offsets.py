@@ -1,9 +1,9 @@
 """The clock offsets between pods that the ordering facts prove, and where a pod's offset changes.
 
 Each ordering fact (`leaselog.checks.anchors`: a deleting release before the next acquisition, a denial
-inside a holder's lease, a line naming the owner, fencing tokens) with `first` on one pod and `then` on
-another bounds the difference of their clocks: `then_pod`'s clock runs behind `first_pod`'s by more than
-`-gap_ms` (a bound only where the clocks contradict the fact). The largest such contradiction of a job is
+inside a holder's lease, a line naming the owner, fencing tokens, a redelivery after its idle time) with
+`first` on one pod and `then` on another bounds the difference of their clocks: `then_pod`'s clock runs
+behind `first_pod`'s by more than `-gap_ms` (a bound only where the clocks contradict the fact). The largest such contradiction of a job is
 how far the one pod's clock is proven behind the other's (`clock_behind`): a moment of the first pod
 compared with a later one of the second is too late by at least that much.
 
@@ -171,6 +171,7 @@ FACT_TEXT = {
     "freed": "a worker turned away by the lock came before the holder's lease ended",
     "named": "a line naming the key's owner came after that owner's acquisition",
     "token": "fencing tokens order the acquisitions",
+    "redelivered": "a message was claimed from its previous owner only once idle since that owner reset it",
 }
 
 

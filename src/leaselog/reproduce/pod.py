@@ -87,6 +87,18 @@ end
 return false
 """
 
+# Keeps a stream entry this delivery's (resets its idle time, so it is not redelivered while the lease is
+# held): only while the entry is still pending to this consumer with this delivery's count (a claim by
+# anyone since, even by the same consumer name, counts one more delivery). 1: it was reset.
+KEEP_ENTRY_LUA = """
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[3], ARGV[3], 1)
+if #p == 0 or p[1][2] ~= ARGV[2] or tonumber(p[1][4]) ~= tonumber(ARGV[4]) then
+    return 0
+end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[3], 'JUSTID')
+return 1
+"""
+
 POLL_S = 0.025
 COORDINATION_TIMEOUT_S = 60.0
 GROUP = "report-workers"

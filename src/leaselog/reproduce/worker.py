@@ -48,6 +48,7 @@ from leaselog.reproduce.pod import (
     COMPLETE_PLAIN_LUA,
     COORDINATION_TIMEOUT_S,
     GROUP,
+    KEEP_ENTRY_LUA,
     POLL_S,
     RELEASE_LUA,
     RENEW_LUA,
@@ -180,6 +181,10 @@ class Worker:
         self.owner = str(uuid.uuid4())
         self.token: int | None = None
         self.entry_id: str | None = None
+        self.delivered = 0  # the entry's delivery count when this attempt took it
+        # the last renewal's line was followed by a reset of the entry's idle time (still this delivery's);
+        # the next renewal line says so (`entryKept`)
+        self.kept = False
         self.deadline = 0.0  # local monotonic lease deadline (ms), conservative by margin_ms
         self.max_deadline = 0.0
         self.stop_requested = threading.Event()
@@ -195,6 +200,7 @@ class Worker:
         self.acquire_script = self.r.register_script(ACQUIRE_LUA)
         self.complete = self.store.register_script(COMPLETE_SCRIPTS.get(a.completion, COMPLETE_LUA))
         self.take_schedule = self.coord.register_script(SCHEDULE_TAKE_LUA)
+        self.keep_entry = self.store.register_script(KEEP_ENTRY_LUA)
 
     def lease(self, script: Any, keys: list[str], args: list[Any]) -> Any:
         return self.lock.call(script, keys, args)
@@ -295,12 +301,19 @@ class Worker:
         pending = self.coord.xpending_range(
             self.k["stream"], GROUP, min=self.entry_id, max=self.entry_id, count=1
         )
-        delivered = int(pending[0]["times_delivered"]) if pending else 1
-        return f"received report request {self.entry_id} from {self.k['stream']}", {
+        self.delivered = int(pending[0]["times_delivered"]) if pending else 1
+        fields: dict[str, Any] = {
             "trigger": "stream",
             "topic": self.k["stream"],
             "messageId": self.entry_id,
-            "deliveryCount": delivered,
+            "deliveryCount": self.delivered,
+        }
+        if self.trigger == "claim":
+            # XAUTOCLAIM's guarantee: the entry had been idle at least min-idle-time (by Redis's clock, in
+            # ms) since its previous consumer's last delivery, claim or reset of it
+            fields["idleMs"] = self.a.claim_idle_ms
+        return f"received report request {self.entry_id} from {self.k['stream']}", {
+            **fields,
             "consumerGroup": GROUP,
         }
 
@@ -390,13 +403,20 @@ class Worker:
                 renewalOutcome=outcome,
                 latencyMs=latency,
                 late=late or None,
+                # the entry's idle time was reset after the previous renewal's line (or none was)
+                entryKept=self.kept or None,
             )
+            self.kept = False
             if outcome == "success" and not late:
                 if self.entry_id is not None:
                     # keep the stream entry ours while we hold the lease (reset its idle time), so it is
-                    # redelivered only after we stop renewing (SQS-style visibility)
+                    # redelivered only after we stop renewing (SQS-style visibility); only while it is
+                    # still this delivery's (a consumer that claimed it since keeps it)
                     with contextlib.suppress(redis.RedisError):
-                        self.store.xclaim(self.k["stream"], GROUP, a.pod, 0, [self.entry_id], justid=True)
+                        kept = self.keep_entry(
+                            keys=[self.k["stream"]], args=[GROUP, a.pod, self.entry_id, self.delivered]
+                        )
+                        self.kept = int(kept) == 1
                 self.renewed += 1
                 self.mark(f"renewed:{a.role}:{self.renewed}")
             elif outcome in ("timeout", "error") and a.renew_retry_ms and mono_ms() < self.deadline:
