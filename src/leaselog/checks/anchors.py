@@ -10,7 +10,8 @@ Besides a release that deleted the key (`leaselog.checks.causal`), the logs hold
   logged acquisitions counts (or before an acquisition with fencing token 1: no one held the key before
   the counter's first token), and only where fencing tokens, when both leases have one, show no lease
   between them: a holder whose logs are not in the input (logs that start or end mid-way, a pod left
-  out) would explain it as well;
+  out) would explain it as well. A denial naming an owner that no acquisition has, where they name
+  theirs, is such a holder: it orders nothing;
 - **a line naming the holder**: a renewal rejected, or ownership lost, on a line naming an owner another
   execution acquired the key with (on another pod): that acquisition came first (`named`);
 - **fencing tokens** that increase: the acquisition with the next larger token of a job came after the
@@ -153,6 +154,19 @@ def _denials(ctx: CheckContext, leases: pl.DataFrame) -> pl.DataFrame:
     )
     d = d.join(
         named.select("job_id", "d_file", "d_line").unique(), on=["job_id", "d_file", "d_line"], how="anti"
+    )
+    # a denial naming an owner that no acquisition of the job has, where its acquisitions name theirs: the
+    # holder's lines are not in the input (a lock taken elsewhere, a key left over), no holder to guess
+    known = owners.select("job_id", "d_owner", pl.lit(True).alias("_known")).unique()
+    d = (
+        d.join(known, on=["job_id", "d_owner"], how="left")
+        .join(
+            owners.select("job_id").unique().with_columns(pl.lit(True).alias("_owned")),
+            on="job_id",
+            how="left",
+        )
+        .filter(pl.col("d_owner").is_null() | pl.col("_known").is_not_null() | pl.col("_owned").is_null())
+        .drop("_known", "_owned")
     )
     lz = leases.with_columns(
         # a lease with no known end (unknown TTL) holds every moment after its acquisition
