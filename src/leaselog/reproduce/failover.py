@@ -83,9 +83,10 @@ LATER_PATHS = ("duplicate_publish", "scheduler", "retry", "poll")
 def with_lab_faults(plan: Plan, rng: random.Random, without: tuple[str, ...] = ()) -> Plan:
     """`plan` as drawn, or with a failover of the lock's Redis, or with a clock step on one pod.
 
-    A failover replaces the drawn fault: the replica is cut off before A acquires, the primary is killed
-    `fault_at_ms` after A started and the replica promoted `fault_ms` later; pod B is fired a moment after
-    the promotion (by a trigger the harness fires: a redelivery would wait for A's entry to idle). A clock
+    A failover replaces the drawn fault and lengthens the lease to 3-5 s: the replica is cut off before A
+    acquires, the primary is killed `fault_at_ms` after A started and the replica promoted `fault_ms`
+    later; pod B is fired a moment after the promotion (by a trigger the harness fires: a redelivery would
+    wait for A's entry to idle). A clock
     step: one pod's logging clock steps by 0.5-3 s, forward or backward, `clock_step_at_ms` after its
     first lease line (a moment drawn over its work).
     """
@@ -106,7 +107,12 @@ def with_lab_faults(plan: Plan, rng: random.Random, without: tuple[str, ...] = (
         b = plan.pods[1]
         path = b.path if b.path in LATER_PATHS else b_path
         pods = (a, dataclasses.replace(b, path=path, fire_ms=b_at, dies_after_trigger=False), *plan.pods[2:])
-        return dataclasses.replace(plan, fault="failover", fault_at_ms=kill_at, fault_ms=gap, pods=pods)
+        # Sentinel names the new primary some 0.8-1.6 s after the kill: a lease of 3-5 s keeps A's lease
+        # valid when B takes the key again on the promoted replica (two leases at once: the fault's point)
+        lease = max(plan.lease_ms, rng.randint(3000, 5000))
+        return dataclasses.replace(
+            plan, fault="failover", fault_at_ms=kill_at, fault_ms=gap, pods=pods, lease_ms=lease
+        )
     if step and "clock_step" not in without:
         return dataclasses.replace(
             plan, clock_step_role=stepped.role, clock_step_ms=size, clock_step_at_ms=step_at
