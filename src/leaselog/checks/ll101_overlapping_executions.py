@@ -122,18 +122,27 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         )
     )
     found = found.filter(pl.col("left_ms") > 0)
-    # only the executions in a pair are looked up: their completions and their leases' confirm latency
-    ids = pl.concat([found["execution_id"], found["execution_id_b"]]).unique().implode()
-    comp = completions(ctx).filter(pl.col("execution_id").is_in(ids))
-    completed = comp["execution_id"].drop_nulls().unique().implode()
-    accepted = comp.filter(pl.col("outcome") == "accepted")["execution_id"].drop_nulls().unique().implode()
-    # the confirm latency of a's lease (its last one), by execution id as the lease frame has it
+    # only the executions in a pair are looked up (by job and id: two jobs may name their executions
+    # alike): their completions and their leases' confirm latency
+    exec_keys = ["job_id", "execution_id"]
+    ids = pl.concat(
+        [found.select(exec_keys), found.select("job_id", pl.col("execution_id_b").alias("execution_id"))]
+    ).unique()
+    comp = completions(ctx).join(ids, on=exec_keys, how="semi")
+
+    def keys_of(rows: pl.DataFrame) -> pl.Series:
+        return rows.select(exec_keys).drop_nulls().unique().to_struct().implode()
+
+    completed = keys_of(comp)
+    accepted = keys_of(comp.filter(pl.col("outcome") == "accepted"))
+    # the confirm latency of a's lease (its last one), by job and execution id as the lease frame has it
     latency = (
-        ctx.leases.filter(pl.col("execution_id").is_in(ids, nulls_equal=True))
-        .group_by("execution_id")
+        ctx.leases.join(ids, on=exec_keys, how="semi", nulls_equal=True)
+        .group_by(exec_keys)
         .agg(pl.col("confirm_latency_ms").last())
     )
-    a, b = pl.col("execution_id"), pl.col("execution_id_b")
+    a = pl.struct("job_id", "execution_id")
+    b = pl.struct("job_id", pl.col("execution_id_b").alias("execution_id"))
     overlapped = (pl.col("valid_until") > pl.col("acquired_at_b")).fill_null(False)
     # the handover's skew bound: only when the leases did not overlap, both pods are on the wall clock and
     # the earlier lease's expiry is known (not only bounded by this acquisition: renewals unlogged)
@@ -146,7 +155,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     ).fill_null(False)
     # the gap as `timedelta.total_seconds() * 1000` computes it (the figure is in the JSON output)
     gap = pl.col("acquired_at_b") - pl.col("valid_until")
-    found = found.join(latency, on="execution_id", how="left", nulls_equal=True).with_columns(
+    found = found.join(latency, on=exec_keys, how="left", nulls_equal=True).with_columns(
         overlapped.alias("leases_overlapped"),
         handover.alias("handover"),
         pl.when(handover).then(timedelta_ms(gap)).alias("handover_gap_ms"),
