@@ -77,6 +77,33 @@ def _prev(col: str, keys: list[str]) -> pl.Expr:
     return pl.when(~_new_group(keys)).then(pl.col(col).shift(1))
 
 
+# a step's row before it is phrased: its first line and the line before it (the place in write order,
+# the time, elapsedMs and execution of each), and its size
+_STEP_ROW = [
+    "job_id",
+    "file",
+    "line",
+    "_ord",
+    "prev_line",
+    "prev_at",
+    "prev_elapsed_ms",
+    "prev_ord",
+    "prev_execution_id",
+    "step_ms",
+]
+
+
+def _line_before(keys: list[str]) -> list[pl.Expr]:
+    """The line before each one in `keys`' lanes (sorted): its line, place, time, elapsedMs, execution."""
+    return [
+        _prev("line", keys).alias("prev_line"),
+        _prev("_ord", keys).alias("prev_ord"),
+        _prev("t", keys).alias("prev_at"),
+        _prev("elapsed_ms", keys).alias("prev_elapsed_ms"),
+        _prev("execution_id", keys).alias("prev_execution_id"),
+    ]
+
+
 def _ms(delta: pl.Expr) -> pl.Expr:
     return delta.dt.total_microseconds() / 1000
 
@@ -299,27 +326,11 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     moved = (
         x.sort([*pod_lines, "_w"])
         .with_columns(
-            _prev("line", pod_lines).alias("prev_line"),
-            _prev("_ord", pod_lines).alias("prev_ord"),
-            _prev("t", pod_lines).alias("prev_at"),
-            _prev("elapsed_ms", pod_lines).alias("prev_elapsed_ms"),
-            _prev("execution_id", pod_lines).alias("prev_execution_id"),
+            *_line_before(pod_lines),
             (pl.col("_undo") - _prev("_undo", pod_lines)).alias("step_ms"),
         )
         .filter(pl.col("step_ms").abs() > 0)
-        .select(
-            "job_id",
-            "file",
-            "line",
-            "_ord",
-            "prev_line",
-            "prev_at",
-            "prev_elapsed_ms",
-            "prev_ord",
-            "prev_execution_id",
-            "step_ms",
-            pl.lit(True).alias("exact"),
-        )
+        .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
     # (d) a jump forward between two runs that a restart explains as well is left as logged
     # (leaselog.elapsed_clock): it is where the job's lines on the pod with elapsedMs, one run over and the
@@ -334,11 +345,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         x.filter(pl.col("elapsed_ms").is_not_null())
         .sort([*pod_lines, "_w"])
         .with_columns(
-            _prev("line", pod_lines).alias("prev_line"),
-            _prev("_ord", pod_lines).alias("prev_ord"),
-            _prev("t", pod_lines).alias("prev_at"),
-            _prev("elapsed_ms", pod_lines).alias("prev_elapsed_ms"),
-            _prev("execution_id", pod_lines).alias("prev_execution_id"),
+            *_line_before(pod_lines),
             pl.when(~_new_group(pod_lines)).then(closes.shift(1)).alias("_closed"),
             (pl.col("_undo") == _prev("_undo", pod_lines)).alias("_same_undo"),
         )
@@ -355,19 +362,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             & (pl.col("step_ms") > jitter_ms).fill_null(False)
             & pl.col("_same_undo").fill_null(False)
         )
-        .select(
-            "job_id",
-            "file",
-            "line",
-            "_ord",
-            "prev_line",
-            "prev_at",
-            "prev_elapsed_ms",
-            "prev_ord",
-            "prev_execution_id",
-            "step_ms",
-            pl.lit(True).alias("exact"),
-        )
+        .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
     exact = pl.concat([exact, moved.join(exact, on="_ord", how="anti")])
     exact = pl.concat([exact, jumps.join(exact, on="_ord", how="anti")])
