@@ -237,6 +237,25 @@ def test_concurrent_leases_are_optional_after_a_release_that_failed() -> None:
     assert not e.optional
 
 
+def test_a_release_that_failed_inside_the_window_bounds_the_figure_from_below() -> None:
+    """A's release fails 300 ms after B acquired: A's lease stood at least until then (figure at least
+    300 ms) and, if the release did nothing, until B's release (800 ms). Either figure is right; less is
+    not."""
+    late = copy.deepcopy(FAILOVER)
+    late["moments"]["pod-a"][-1] = _m("lock_released", 520, releaseOutcome="error")
+    (e,) = [e for e in expectations(late) if e.kind == "concurrent_leases"]
+    assert (e.optional, e.figure, e.figure_min) == (False, 800, 300)
+    rest = [f for f in RIGHT[1:] if f["kind"] != "stale_release"]  # (its release failed: not a stale one)
+    for said, bad in ((800.0, []), (310.0, []), (100.0, [("figure_error", "concurrent_leases")])):
+        found = _f("concurrent_leases", ["attempt-a", "attempt-b"], "error", durationMs=said)
+        assert _bad(score(late, _doc(found, *rest))) == bad, said
+    # a release that failed after the window ended changes nothing
+    after = copy.deepcopy(FAILOVER)
+    after["moments"]["pod-a"][-1] = _m("lock_released", 1200, releaseOutcome="error")
+    (e,) = [e for e in expectations(after) if e.kind == "concurrent_leases"]
+    assert (e.figure, e.figure_min) == (800, 800)
+
+
 def test_a_step_or_restart_on_a_restarted_pod_is_tolerated_only_when_it_says_so() -> None:
     a_runs = [_m("job_triggered", 0.0, executionId="a1"), _m("job_finished", 900.0, executionId="a1")]
     a_runs += [_m("job_triggered", 3000.0, executionId="a2"), _m("job_finished", 3900.0, executionId="a2")]

@@ -145,9 +145,10 @@ def step_allowance(truth: dict[str, Any], pods: tuple[str, ...], span: tuple[flo
 
 def _failover_expectations(truth: dict[str, Any], ran: list[Attempt], tol: float) -> list[Expected]:
     """In a failover run: concurrent_leases per pair whose leases, as their own lines tell them, were
-    valid at once (figure: the later acquisition to the earlier end of the two leases). Optional where
-    the earlier one's release failed (error, timeout) before the later acquisition: the logs cannot tell
-    whether it deleted the key."""
+    valid at once (figure: the later acquisition to the earlier end of the two leases). Where the
+    earlier one's release failed (error, timeout) inside that window the logs cannot tell whether it
+    deleted the key: the figure may then be as short as from the later acquisition to that release, and
+    where the release came first, the pair is optional."""
     if truth["plan"].get("fault") != "failover":
         return []
     lease = float(truth["plan"]["lease_ms"])
@@ -159,17 +160,20 @@ def _failover_expectations(truth: dict[str, Any], ran: list[Attempt], tol: float
                 continue
             size = min(vu_a, vu_b) - b.acquired
             rel = a.first("lock_released")
-            unknown = (
-                rel is not None
-                and rel.get("releaseOutcome") in ("error", "timeout")
-                and rel["monoMs"] <= b.acquired
-            )
+            failed = rel is not None and rel.get("releaseOutcome") in ("error", "timeout")
+            least = max(0.0, rel["monoMs"] - b.acquired) if rel is not None and failed else size
             if size > 0:
                 span = (min(a.acquired, b.acquired), b.acquired + size)
-                optional = bool(size <= tol or unknown)
+                optional = bool(size <= tol or least <= 0.0)
                 pods = (a.pod, b.pod)
                 e = Expected(
-                    "concurrent_leases", (a.eid, b.eid), size, optional=optional, span=span, pods=pods
+                    "concurrent_leases",
+                    (a.eid, b.eid),
+                    size,
+                    optional=optional,
+                    figure_min=min(least, size),
+                    span=span,
+                    pods=pods,
                 )
                 out.append(e)
     return out
