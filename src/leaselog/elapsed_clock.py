@@ -62,13 +62,16 @@ def same_step(jitter_ms: float) -> pl.Expr:
 def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     """`df` (build_events' frame: `file_index`, `line`, `pod`, `thread`, `job_id`, `execution_id`,
     `t_wall`, `elapsed_ms`) with `clock_step_ms` (ms subtracted from the line's logged time; null: none),
-    `t_wall` less it, and `new_origin` (true: the job's first line on the pod after a start-up line). A step is seen where it shows (one execution's lines, or one thread's without ids) and
-    undone for every line of the job on that pod in that file from the step's first line on: the pod's
-    clock stepped for all its threads."""
+    `t_wall` less it, and `new_origin` (true: the job's first line on the pod after a start-up line, or
+    after its container changed). A step is seen where it shows (one execution's lines, or one thread's
+    without ids) and undone for every line of the job on that pod in that file from the step's first
+    line on: the pod's clock stepped for all its threads."""
     # a lane: one thread's lines (it writes them one after the other, whatever execution they are of), else
     # one execution's; the job's on its pod where neither is logged
     who = pl.coalesce(pl.col("thread"), pl.lit("\x00") + pl.col("execution_id").fill_null(""))
     pod = pl.col("pod").fill_null("")
+    # the container instance, where the lines name it: another one on the pod is a restarted process
+    container = pl.col("container_id") if "container_id" in df.columns else pl.lit(None, dtype=pl.String)
     narrow = (
         df.lazy()
         .with_row_index("_row")
@@ -87,6 +90,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "thread",
             "event",
             "execution_id",
+            container.alias("_c"),
             (pl.col("event") == PROCESS_STARTED).alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
@@ -109,6 +113,12 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     narrow = write_positions(
         narrow.with_columns(pl.col("_row").alias("_pos"), pl.col("t_wall").alias("t")), jitter_ms
     ).select(pl.exclude("_pos", "t", "_sorted", "_w", "thread", "event"), pl.col("_w").alias("line"))
+    # a line of another container than the pod's line before it in the file (that names one) is the
+    # first of a restarted process: it starts a new elapsedMs origin, as a start-up line does
+    before = pl.col("_c").forward_fill().shift(1).over("_f")
+    narrow = narrow.sort("_f", "line").with_columns(
+        (pl.col("_c").is_not_null() & before.is_not_null() & (pl.col("_c") != before)).alias("_cstart")
+    )
     origins = _after_start(narrow)
     if origins.height:
         flagged = pl.int_range(pl.len(), dtype=pl.UInt32).is_in(origins["_row"].implode())
@@ -123,6 +133,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             (
                 (pl.col("_f") != pl.col("_f").shift(1)).fill_null(True)
                 | pl.col("_start")
+                | pl.col("_cstart")
                 | (pl.col("elapsed_ms") < pl.col("elapsed_ms").shift(1)).fill_null(False)
             )
             .cum_sum()
@@ -199,6 +210,9 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         & (pl.col("_life") != pl.col("_prev_life"))
         & ~pl.col("_both")
         & (pl.col("elapsed_ms") < gap)
+        # (a line that names its container says the process did not restart: its container is the one
+        # of the line before, or an epoch would have begun)
+        & pl.col("_c").is_null()
     ).fill_null(False)
     # (not where the earlier run, by its own execution id, logs a line after it: it lived across; an id
     # the two runs share, as a restarted process's counter gives, says nothing of that)
@@ -305,9 +319,12 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
 
 def _after_start(narrow: pl.DataFrame) -> pl.DataFrame:
     """(`_row`) of each job's first line with elapsedMs on a pod in a file after a process's start-up line
-    there (in write order): from it on, the job's elapsedMs counts from the new process's start."""
+    there, or the first line of another container (in write order): from it on, the job's elapsedMs
+    counts from the new process's start."""
     starts = (
-        narrow.filter(pl.col("_start")).select("_f", pl.col("line").alias("_start_line")).sort("_start_line")
+        narrow.filter(pl.col("_start") | pl.col("_cstart"))
+        .select("_f", pl.col("line").alias("_start_line"))
+        .sort("_start_line")
     )
     if not starts.height:
         return pl.DataFrame(schema={"_row": pl.UInt32})

@@ -50,6 +50,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "seq": pl.Int64(),
     "pod": pl.String(),
     "thread": pl.String(),
+    # the container instance (its runtime id): another id on a pod is another process, counting anew
+    "container_id": pl.String(),
     "job_id": pl.String(),
     "execution_id": pl.String(),
     # how its execution was identified: an index into leaselog.execution_runs.IDENTITIES

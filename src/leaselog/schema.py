@@ -76,6 +76,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         ),
         ("pod", _S, "the worker that logged it"),
         ("thread", _S, "the thread or worker process that logged it (thread, threadName, processName, ...)"),
+        (
+            "container_id",
+            _S,
+            "the container instance that logged it (kubernetes.docker_id, container.id, container_id): a "
+            "restarted container has a new one",
+        ),
         *_EXEC_KEY,
         ("identity", pl.Int8(), "how its execution was identified: an index into execution_runs.IDENTITIES"),
         ("event", _C, "canonical event name (job_triggered, lock_acquired, lease_renewal, ...)"),

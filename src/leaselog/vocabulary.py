@@ -127,6 +127,12 @@ FIELD_ALIASES: dict[str, list[str]] = {
         "processName",
         "process_name",
     ],
+    # the container instance that logged the line (a restarted container is a new one, with a new id):
+    # Fluent Bit's kubernetes filter takes `docker_id` from the container log file's name
+    # (fluent-bit plugins/filter_kubernetes/kube_regex.h, KUBE_TAG_TO_REGEX, v3.x); ECS `container.id`;
+    # Docker's fluentd logging driver's `container_id` and its journald driver's `CONTAINER_ID_FULL`
+    # (moby daemon/logger/fluentd/fluentd.go, daemon/logger/journald/journald.go)
+    "container_id": ["kubernetes.docker_id", "container.id", "container_id", "CONTAINER_ID_FULL"],
     "job_id": ["jobId", "job_id", "job.id", "jobID", "jobid"],
     "execution_id": ["executionId", "execution_id", "execution.id", "executionID", "attemptId", "attempt_id"],
     "event": ["event", "event.name", "event.action", "eventName", "event_name", "evt"],

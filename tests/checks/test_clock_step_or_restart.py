@@ -5,7 +5,9 @@ advance more than its elapsedMs. Either its clock jumped forward, or its process
 elapsedMs anew from a start after the first run's last line: a restart always reads that way when the
 new process's elapsedMs has run past the old one's last value. The logs tell only where a start-up line
 lies between (a new elapsedMs origin), where the new process's elapsedMs is longer than the gap (it was
-alive before the line before), or where the earlier run logs a line after the jump (it lived across).
+alive before the line before), where the earlier run logs a line after the jump (it lived across), or
+where the lines name their container (Docker's and Fluent Bit's container id: a restarted container is a
+new one).
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ def _log(
     second_elapsed: int,
     start_line: bool = False,
     late_line: bool = False,
+    containers: tuple[str, str] | None = None,
 ) -> Path:
     """Run 1 from T0 (its first line at `first_elapsed` on the process's elapsedMs), run 2 from
     `second_at` ms (its first line at `second_elapsed`); `start_line`: Spring Boot's start-up line just
-    before run 2 (a new process); `late_line`: run 1 logs one more line after run 2 began."""
+    before run 2 (a new process); `late_line`: run 1 logs one more line after run 2 began; `containers`:
+    the container ids runs 1 and 2 log (`container_id`, as Docker's fluentd logging driver adds it)."""
     lines = [_line(ms, first_elapsed + ms, ev, "run-1", {**f}) for ms, ev, f in RUN]
     if start_line:
         up = T0 + timedelta(milliseconds=second_at - 200)
@@ -73,6 +77,9 @@ def _log(
                 {"renewalOutcome": "success"},
             )
             lines.append(late.replace('"scheduling-1"', '"lease-renewal-1"'))
+    if containers is not None:
+        ids = [containers[0]] * len(RUN) + [containers[1]] * (len(lines) - len(RUN))
+        lines = [x[:-1] + f', "container_id": "{c}"}}' for x, c in zip(lines, ids, strict=True)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -117,6 +124,32 @@ def test_a_run_that_logs_after_the_jump_lived_across_it(tmp_path: Path) -> None:
     )
     steps = _steps(leaselog.analyze([log]))
     assert [(f.certainty, f.duration_ms) for f in steps] == [("certain", 1300.0)]
+
+
+def test_one_container_across_the_jump_did_not_restart(tmp_path: Path) -> None:
+    log = _log(
+        tmp_path / "pod-a.jsonl",
+        first_elapsed=100,
+        second_at=3000,
+        second_elapsed=1800,
+        containers=("c0ffee" * 10 + "0001", "c0ffee" * 10 + "0001"),
+    )
+    steps = _steps(leaselog.analyze([log]))
+    assert [(f.certainty, f.duration_ms) for f in steps] == [("certain", 1300.0)]
+    assert "orRestartAt" not in steps[0].details
+
+
+def test_another_container_after_the_jump_is_a_restart_not_a_step(tmp_path: Path) -> None:
+    log = _log(
+        tmp_path / "pod-a.jsonl",
+        first_elapsed=100,
+        second_at=3000,
+        second_elapsed=1800,
+        containers=("c0ffee" * 10 + "0001", "c0ffee" * 10 + "0002"),
+    )
+    a = leaselog.analyze([log])
+    assert _steps(a) == []
+    assert not [f for f in a.finding_list if f.severity in ("warning", "error")]
 
 
 def test_runs_whose_clocks_agree_show_no_step(tmp_path: Path) -> None:

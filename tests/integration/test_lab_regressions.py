@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from lab_fixtures import FIXTURES, ROOT, Fixture
 
-from leaselog.reproduce.campaign import differential, score_run
+from leaselog.reproduce.campaign import differential, judged, redis_logs, rows_for, score_run, write_shape
 from leaselog.reproduce.plan import plan_from_dict
+from leaselog.reproduce.score import score
+from leaselog.reproduce.undecided import indistinct_pods
 
 # fixed (the checks' fixes for issue 12 are merged): these must stay right
 PASSING = {
@@ -158,3 +160,30 @@ def test_the_kept_run_reads_the_same_in_that_shape(name: str, shape: str) -> Non
     folder = ROOT / name
     truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
     assert differential(folder, truth, [shape], ids=(True, False)) == {}
+
+
+@pytest.mark.parametrize(("name", "steps"), [("step-between-runs", [2248.0]), ("restart-between-runs", [])])
+@pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
+def test_the_container_id_tells_a_restart_from_a_step_with_no_start_up_line(
+    name: str, steps: list[float], ids: bool, tmp_path: Path
+) -> None:
+    """Under Fluent Bit each line names its container (`kubernetes.docker_id`; a restarted process is a
+    new container). With the start-up lines left out, the forward jump between two runs of a young
+    process is then decided: the same container on both sides is a certain clock step, another one a
+    restart and no step. (Without a container id the logs cannot tell: an uncertain step, above.)"""
+    folder = ROOT / name
+    truth = json.loads((folder / "truth.json").read_text(encoding="utf-8"))
+    paths = write_shape(rows_for(folder, ids), "fluentbit-merged", tmp_path, redis_logs(folder))
+    dropped = 0
+    for p in paths:
+        lines = p.read_text(encoding="utf-8").splitlines(True)
+        kept = [x for x in lines if "(process running for " not in x]
+        dropped += len(lines) - len(kept)
+        p.write_text("".join(kept), encoding="utf-8")
+    assert dropped >= len(truth["moments"])  # every pod's start-up line at least
+    _doc, doc, _n = judged(paths, truth)
+    rs = score(truth, doc, indistinct_pods(truth, "fluentbit-merged", ids))
+    assert not [i for i in rs.items if i.status in ("missed", "false", "figure_error")], rs.items
+    found = [f for f in doc["findings"] if f["kind"] == "clock_step"]
+    assert [(f["certainty"], f["durationMs"]) for f in found] == [("certain", s) for s in steps]
+    assert all("orRestartAt" not in f["details"] for f in found)

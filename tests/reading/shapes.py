@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from leaselog.reproduce import shapes as registry
-from leaselog.reproduce.shapes import dumps, level
+from leaselog.reproduce.rows import dumps, level
 
 ROOT = Path(__file__).resolve().parents[2]
 FLAT = ROOT / "sample_logs" / "article-incident"

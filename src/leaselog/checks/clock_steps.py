@@ -166,6 +166,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
     undone = pl.col("clock_step_ms") if "clock_step_ms" in events.columns else pl.lit(None, dtype=pl.Float64)
     fresh = pl.col("new_origin").fill_null(False) if "new_origin" in events.columns else pl.lit(False)
+    container = pl.col("container_id") if "container_id" in events.columns else pl.lit(None, dtype=pl.String)
     logged = pl.col("t") + pl.duration(microseconds=(undone.fill_null(0.0) * 1000).round(0).cast(pl.Int64))
     x = (
         events.lazy()
@@ -183,6 +184,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             undone.is_not_null().alias("_moved"),
             undone.fill_null(0.0).alias("_undo"),
             fresh.alias("_fresh"),
+            container.alias("_c"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
             # other, whatever execution they are of); a log that names no thread is one lane per pod
             pl.col("thread").fill_null("").alias("_lane"),
@@ -366,7 +368,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     )
     exact = pl.concat([exact, moved.join(exact, on="_ord", how="anti")])
     exact = pl.concat([exact, jumps.join(exact, on="_ord", how="anti")])
-    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord")
+    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord", "_c")
     found = (
         exact.join(back.select("_ord", "back_ms"), on="_ord", how="left")
         .vstack(
@@ -412,7 +414,8 @@ def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
     restart always reads as a forward step: the new process's elapsedMs runs past the old one's last
     value only if it began after it). A start-up line between would have said so (a new elapsedMs
     origin: leaselog.elapsed_clock); without one the logs cannot tell. A run that logs a line after the
-    step's first line lived across it: its process did not restart."""
+    step's first line lived across it: its process did not restart. Nor did it where the line names its
+    container: another container would have begun a new origin."""
     last = (
         x.filter(pl.col("execution_id").is_not_null())
         .group_by("job_id", "_pod", "file", "execution_id")
@@ -427,6 +430,7 @@ def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
         & pl.col("prev_execution_id").ne_missing(pl.col("execution_id"))
         & (pl.col("elapsed_ms") < gap)
         & (pl.col("_prev_last") <= pl.col("_ord"))
+        & pl.col("_c").is_null()
     ).fill_null(False)
     return (
         found.join(

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from leaselog.reproduce.rows import Row
-from leaselog.reproduce.shapes import SPRING_BANNER, iso, row_time
+from leaselog.reproduce.rows import Row, iso, row_time
+from leaselog.reproduce.shapes import SPRING_BANNER
 
 __all__ = ["LIBRARIES", "facts", "render"]
 

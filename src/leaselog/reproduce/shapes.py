@@ -7,19 +7,31 @@ pods)` gives file name -> content. A shape is one function: a row encoder `(row,
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import timedelta, timezone
 from typing import Any
 
-from leaselog.reproduce.rows import Pods, Row
+from leaselog.reproduce.rows import (
+    THREAD,
+    Pods,
+    Row,
+    dumps,
+    iso,
+    kv,
+    level,
+    logger,
+    mdc_str,
+    row_time,
+    thread,
+)
 
-META = ("ts", "pod", "thread", "level", "logger", "message")
-THREAD = "report-exec-1"  # the thread a layout names when the rows do not say
 NO_THREAD = ("klog",)  # shapes whose lines name no thread (and no process standing for one)
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
+KubeEncoder = Callable[[Row, str, str | None, Row], list[str]]  # (row, pod, jobId, kubernetes) -> lines
 FleetRenderer = Callable[[Pods, str | None], dict[str, list[str]]]  # pods -> file name -> lines
 
 APP = "report-worker"
@@ -66,51 +78,6 @@ def render(name: str, pods: Pods, job: str | None = None) -> dict[str, str]:
     """file name -> content of `pods`' rows in shape `name`."""
     files = SHAPES[name].render(pods, job)
     return {f: "".join(f"{x}\n" for x in lines) for f, lines in files.items()}
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def row_time(row: Row) -> datetime:
-    return datetime.fromisoformat(str(row["ts"]).replace("Z", "+00:00"))
-
-
-def iso(t: datetime, digits: int = 3, tz: timezone = UTC) -> str:
-    t = t.astimezone(tz)
-    base = t.strftime("%Y-%m-%dT%H:%M:%S")
-    frac = f"{t.microsecond:06d}{'000'}"[:digits]
-    zone = "Z" if tz is UTC else t.strftime("%z")[:3] + ":" + t.strftime("%z")[3:]
-    return f"{base}.{frac}{zone}" if digits else f"{base}{zone}"
-
-
-def thread(row: Row, default: str = THREAD) -> str:
-    """The thread that logged the row (the worker's own name for it), or the layout's usual one."""
-    return str(row.get("thread") or default)
-
-
-def kv(row: Row, job: str | None) -> Row:
-    """The row's MDC / key-value fields (everything but time, pod, level, logger, message)."""
-    out = {k: v for k, v in row.items() if k not in META}
-    if "jobId" in out and job is not None:
-        out["jobId"] = job
-    return out
-
-
-def mdc_str(v: Any) -> str:
-    """A value as an MDC string (`false`, not Python's `False`)."""
-    return str(v).lower() if isinstance(v, bool) else str(v)
-
-
-def level(row: Row) -> str:
-    return str(row.get("level", "INFO"))
-
-
-def logger(row: Row) -> str:
-    return str(row.get("logger", "c.a.reports.ReportJob"))
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"))
 
 
 def _nest(flat: Row) -> Row:
@@ -403,19 +370,50 @@ def cri(row: Row, pod: str, job: str | None) -> list[str]:
     return [f"{t} stdout F {app}"]
 
 
-def _kube(pod: str) -> Row:
-    return {
-        "pod_name": pod,
-        "namespace_name": "reports",
-        "pod_id": "0b7e",
-        "host": "node-3",
-        "container_name": APP,
-        "labels": {"app": APP},
-    }
+def kube_shape(name: str) -> Callable[[KubeEncoder], KubeEncoder]:
+    """Register a Fluent Bit encoder `(row, pod, job, kubernetes) -> lines`: one file per pod, each line
+    with the kubernetes filter's metadata, whose `docker_id` is the container's (a process started again
+    on the pod, after its start-up line, is a new container with a new id)."""
+
+    def deco(fn: KubeEncoder) -> KubeEncoder:
+        def render(pods: Pods, job: str | None) -> dict[str, list[str]]:
+            return {
+                f"{pod}.jsonl": [
+                    x for r, k in zip(rows, _kube(pod, rows), strict=True) for x in fn(r, pod, job, k)
+                ]
+                for pod, rows in pods.items()
+            }
+
+        SHAPES[name] = Shape(name, "fluentbit", render, True, (fn.__doc__ or "").strip())
+        return fn
+
+    return deco
 
 
-@row_shape("fluentbit-merged", ".jsonl", "fluentbit")
-def fluentbit_merged(row: Row, pod: str, job: str | None) -> list[str]:
+def _kube(pod: str, rows: list[Row]) -> list[Row]:
+    """Each row's `kubernetes` object: the container counts the pod's start-up lines before the row."""
+    starts = 0
+    out = []
+    for i, r in enumerate(rows):
+        if i and "(process running for " in str(r.get("message", "")):
+            starts += 1
+        docker_id = hashlib.sha256(f"{pod}/{starts}".encode()).hexdigest()
+        out.append(
+            {
+                "pod_name": pod,
+                "namespace_name": "reports",
+                "pod_id": "0b7e",
+                "host": "node-3",
+                "container_name": APP,
+                "docker_id": docker_id,
+                "labels": {"app": APP},
+            }
+        )
+    return out
+
+
+@kube_shape("fluentbit-merged")
+def fluentbit_merged(row: Row, pod: str, job: str | None, kube: Row) -> list[str]:
     """Fluent Bit's kubernetes filter with Merge_Log: the app's keys at the top level."""
     app = flat_app(row, pod, job, with_pod=False)
     rec = {
@@ -424,13 +422,13 @@ def fluentbit_merged(row: Row, pod: str, job: str | None) -> list[str]:
         "_p": "F",
         "log": dumps(app),
         **app,
-        "kubernetes": _kube(pod),
+        "kubernetes": kube,
     }
     return [dumps(rec)]
 
 
-@row_shape("fluentbit-key", ".jsonl", "fluentbit")
-def fluentbit_key(row: Row, pod: str, job: str | None) -> list[str]:
+@kube_shape("fluentbit-key")
+def fluentbit_key(row: Row, pod: str, job: str | None, kube: Row) -> list[str]:
     """Fluent Bit with Merge_Log_Key app: the app's keys under `app`."""
     app = flat_app(row, pod, job, with_pod=False)
     rec = {
@@ -438,21 +436,16 @@ def fluentbit_key(row: Row, pod: str, job: str | None) -> list[str]:
         "stream": "stdout",
         "log": dumps(app),
         "app": app,
-        "kubernetes": _kube(pod),
+        "kubernetes": kube,
     }
     return [dumps(rec)]
 
 
-@row_shape("fluentbit-log", ".jsonl", "fluentbit")
-def fluentbit_log(row: Row, pod: str, job: str | None) -> list[str]:
+@kube_shape("fluentbit-log")
+def fluentbit_log(row: Row, pod: str, job: str | None, kube: Row) -> list[str]:
     """Fluent Bit without Merge_Log: the app's JSON as a string in `log`."""
     app = flat_app(row, pod, job, with_pod=False)
-    rec = {
-        "time": iso(row_time(row), 9),
-        "stream": "stdout",
-        "log": dumps(app) + "\n",
-        "kubernetes": _kube(pod),
-    }
+    rec = {"time": iso(row_time(row), 9), "stream": "stdout", "log": dumps(app) + "\n", "kubernetes": kube}
     return [dumps(rec)]
 
 
