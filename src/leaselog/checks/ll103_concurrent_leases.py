@@ -59,6 +59,7 @@ _COLS = [
     "acquired_line",
     "fencing_token",
     "first_seq",
+    "lease_end",
 ]
 
 
@@ -437,6 +438,8 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         .otherwise(pl.format("last renewed at {}", moments(rows, "last_confirmed_at", "clock")))
     )
     rows = rows.with_columns(
+        # where a's release failed: the two leases at once had it done nothing
+        ms_expr("acquired_at_b", pl.min_horizontal("expires_at", "valid_until_b")).alias("upto_ms"),
         step_note(rows),
         behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"),
         pl.lit("wall").alias("failover_clock"),
@@ -500,6 +503,19 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     a,
                     durations(rows["confirm_latency_ms"]),
                     b,
+                )
+            )
+            .otherwise(pl.lit("")),
+            pl.when((pl.col("lease_end") == "release_unknown") & (pl.col("upto_ms") > pl.col("size_ms")))
+            .then(
+                pl.format(
+                    " {}'s release at {} failed, and whether it deleted the key the logs cannot tell: its lease "
+                    "stood at least until then, and if the release did nothing, until {}, which makes {} of two "
+                    "leases at once.",
+                    a,
+                    moments(rows, "valid_until", "clock"),
+                    moments(rows, "expires_at", "clock"),
+                    durations(rows["upto_ms"]),
                 )
             )
             .otherwise(pl.lit("")),
