@@ -141,9 +141,9 @@ def test_inspect_says_the_dialect_read_the_failover_lines(tmp_path: Path) -> Non
     assert ins.dialect_lines == {"redis-server": [7, 8, 9]}
 
 
-# a Redis Cluster failover, as its nodes logged it in a real run (Redis 7.0.15, tests/integration/redis_cluster.py): the
-# replica's own log (node-4: finds its primary failing, waits its rank's delay, is elected, becomes a primary)
-# and a surviving primary's (node-2: marks the primary failing, votes)
+# a Redis Cluster failover, as its nodes logged it in a real run (Redis 7.0.15, tests/integration/
+# redis_cluster.py): the replica's own log (node-4: finds its primary failing, waits its rank's delay, is
+# elected, becomes a primary) and a surviving primary's (node-2: marks the primary failing, votes)
 CLUSTER_REPLICA = [
     "3569:M 01 Dec 2026 19:53:09.108 * No cluster configuration found, I'm b2b3a1259eea74d5ace4f54eb758ad595ffef44a",
     "3569:S 01 Dec 2026 19:53:13.076 # Error condition on socket for SYNC: Connection refused",
