@@ -279,3 +279,56 @@ def test_a_sentinel_failover_says_the_lock_lost_the_key(tmp_path: Path) -> None:
     assert "Sentinel switched the primary of leaselog-lock" in told.message
     assert "nothing in the logs says" not in told.message
     assert told.duration_ms == alone.duration_ms
+
+
+def test_a_redis_cluster_failover_explains_the_concurrent_leases() -> None:
+    """A real Redis Cluster's failover (sample_logs/dialects/redis-cluster: two pods' lines, a surviving
+    primary's log and the promoted replica's): the concurrent leases cite the replica's `Failover election
+    won` as a Cluster's failover, beside the reconnects and the token handed twice; the other node's FAIL
+    and vote lines are no failover of their own."""
+    folder = SAMPLES / "redis-cluster"
+    a = leaselog.analyze(str(folder))
+    assert a.line_totals()["malformed"] == 0
+    (f,) = _by_kind(a)["concurrent_leases"]
+    assert (f.severity, f.certainty, f.duration_ms) == ("error", "certain", 1706.0)
+    assert (
+        "A replica of the lock's Redis Cluster won its failover election and became a primary (\"Failover "
+        "election won: I'm the new master.\") at 20:00:06.392 (" in f.message
+    )
+    assert "redis-node-4.log:51)" in f.message and "Sentinel" not in f.message
+    assert "Both were handed fencing token 1" in f.message and "min-replicas-to-write" in f.message
+    (cited,) = [e for e in f.evidence if e.file.endswith(".log")]
+    assert (cited.file, cited.line, cited.note) == (
+        str(folder / "redis-node-4.log"),
+        51,
+        "a Redis Cluster replica wins its failover election",
+    )
+    assert f.to_json_dict()["details"]["redisFailover"] == {
+        "at": "2026-12-01T20:00:06.392000+00:00",
+        "master": None,
+        "previousPrimary": None,
+        "primary": None,
+        "file": str(folder / "redis-node-4.log"),
+        "line": 51,
+    }
+
+
+def test_a_redis_cluster_failover_says_the_lock_lost_the_key(tmp_path: Path) -> None:
+    """The Cluster sample's pods without their reconnect lines and the later token larger: alone, a clock
+    offset explains the pair as well (uncertain); with the surviving primary's log only (its FAIL and vote
+    lines) still uncertain; with the promoted replica's election, certain and cited."""
+    src = SAMPLES / "redis-cluster"
+    for name in ("pod-a.jsonl", "pod-b.jsonl"):
+        lines = [x for x in (src / name).read_text().splitlines() if '"lock_reconnected"' not in x]
+        if name == "pod-b.jsonl":
+            lines = [x.replace('"fencingToken":1', '"fencingToken":2') for x in lines]
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    (tmp_path / "redis-node-2.log").write_text((src / "redis-node-2.log").read_text())
+    (alone,) = _by_kind(leaselog.analyze(str(tmp_path)))["concurrent_leases"]
+    assert (alone.certainty, alone.severity) == ("uncertain", "warning")
+    assert "Redis Cluster" not in alone.message and "redisFailover" not in alone.to_json_dict()["details"]
+    (tmp_path / "redis-node-4.log").write_text((src / "redis-node-4.log").read_text())
+    (told,) = _by_kind(leaselog.analyze(str(tmp_path)))["concurrent_leases"]
+    assert (told.certainty, told.severity) == ("certain", "error")
+    assert "Redis Cluster won its failover election" in told.message
+    assert told.duration_ms == alone.duration_ms

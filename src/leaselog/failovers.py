@@ -1,5 +1,6 @@
 """Failovers of the lock's Redis, as its own logs tell them (a Sentinel's `+switch-master`, a replica's
-`MASTER MODE enabled`: leaselog.reading.dialects.redis_server): facts of the whole fleet, no job's.
+`MASTER MODE enabled`, a Redis Cluster replica's `Failover election won`:
+leaselog.reading.dialects.redis_server): facts of the whole fleet, no job's.
 
 `build_events` takes the `lock_failover` rows out of the events (they belong to no job or execution) into
 a frame of their own (`FAILOVER_SCHEMA`), which reaches the checks with the fleet's other facts

@@ -139,3 +139,101 @@ def test_inspect_says_the_dialect_read_the_failover_lines(tmp_path: Path) -> Non
     ins = inspect_file(_write(tmp_path, "redis-sentinel.log", SENTINEL))
     assert ins.format == "redis" and ins.event_count == 0
     assert ins.dialect_lines == {"redis-server": [7, 8, 9]}
+
+
+# a Redis Cluster failover, as its nodes logged it in a real run (Redis 7.0.15, tests/integration/
+# redis_cluster.py): the replica's own log (node-4: finds its primary failing, waits its rank's delay, is
+# elected, becomes a primary) and a surviving primary's (node-2: marks the primary failing, votes)
+CLUSTER_REPLICA = [
+    "3569:M 01 Dec 2026 19:53:09.108 * No cluster configuration found, I'm b2b3a1259eea74d5ace4f54eb758ad595ffef44a",
+    "3569:S 01 Dec 2026 19:53:13.076 # Error condition on socket for SYNC: Connection refused",
+    "3569:S 01 Dec 2026 19:53:13.950 * FAIL message received from 13c9b62ccb8488f8e5325e42160467bd95f4fb9c about "
+    "841b648a5f6dfcb155b3c9331be9e48d97aa0eea",
+    "3569:S 01 Dec 2026 19:53:13.950 # Cluster state changed: fail",
+    "3569:S 01 Dec 2026 19:53:13.987 # Start of election delayed for 751 milliseconds (rank #0, offset 0).",
+    "3569:S 01 Dec 2026 19:53:14.795 # Starting a failover election for epoch 4.",
+    "3569:S 01 Dec 2026 19:53:14.797 # Failover election won: I'm the new master.",
+    "3569:S 01 Dec 2026 19:53:14.797 # configEpoch set to 4 after successful failover",
+    "3569:M 01 Dec 2026 19:53:14.797 # Setting secondary replication ID to 0071a6920ab5bf4dfdaea0edbdf7e86a55d5fa54, "
+    "valid up to offset: 1. New replication ID is 6bd0745fc9f50",
+    "3569:M 01 Dec 2026 19:53:14.799 # Cluster state changed: ok",
+]
+CLUSTER_PRIMARY = [
+    "3559:M 01 Dec 2026 19:53:10.995 # Cluster state changed: ok",
+    "3559:M 01 Dec 2026 19:53:13.950 * Marking node 841b648a5f6dfcb155b3c9331be9e48d97aa0eea as failing (quorum "
+    "reached).",
+    "3559:M 01 Dec 2026 19:53:13.950 # Cluster state changed: fail",
+    "3559:M 01 Dec 2026 19:53:14.796 # Failover auth granted to b2b3a1259eea74d5ace4f54eb758ad595ffef44a for epoch 4",
+    "3559:M 01 Dec 2026 19:53:14.838 # Cluster state changed: ok",
+]
+
+
+def test_a_cluster_replicas_election_is_the_fleets_fact(tmp_path: Path) -> None:
+    """The promoted replica's `Failover election won` is the failover's moment; its FAIL message, the
+    election's delay and start, and the lines that follow the promotion give nothing more."""
+    got = _failovers([_write(tmp_path, "redis-node-4.log", CLUSTER_REPLICA)])
+    assert got.select("rule", "pod", "line", "master", "previous_primary", "primary").rows() == [
+        ("redis-server/cluster-election-won", "redis-node-4", 7, None, None, None)
+    ]
+    assert got["t"][0] == datetime(2026, 12, 1, 19, 53, 14, 797000, tzinfo=UTC)
+    # Redis 7.2 and later log it at NOTICE, the same words
+    notice = [x.replace(" # Failover election", " * Failover election") for x in CLUSTER_REPLICA]
+    assert _failovers([_write(tmp_path, "notice.log", notice)])["line"].to_list() == [7]
+
+
+def test_a_cluster_takeover_is_the_fleets_fact(tmp_path: Path) -> None:
+    """`CLUSTER FAILOVER TAKEOVER`: the replica promotes itself without an election."""
+    lines = [
+        "1588:M 01 Dec 2026 19:50:40.631 # Configuration change detected. Reconfiguring myself as a replica of "
+        "f3f886096fef5fdccb1cc76f90c319296776555a",
+        "1588:S 01 Dec 2026 19:50:40.635 # Taking over the master (user request).",
+        "1588:S 01 Dec 2026 19:50:40.635 # New configEpoch set to 5",
+    ]
+    got = _failovers([_write(tmp_path, "redis-node-1.log", lines)])
+    assert got.select("rule", "pod", "line").rows() == [("redis-server/cluster-takeover", "redis-node-1", 2)]
+
+
+def test_a_cluster_failover_under_way_or_about_another_node_is_no_fact(tmp_path: Path) -> None:
+    """A surviving primary's log (a FAIL about another node, its vote), the replica's log up to its
+    election's start, a manual failover that timed out, an empty log: no node became a primary."""
+    quiet = [
+        _write(tmp_path, "redis-node-2.log", CLUSTER_PRIMARY),
+        _write(tmp_path, "redis-node-4.log", CLUSTER_REPLICA[:6]),
+        _write(
+            tmp_path,
+            "redis-node-3.log",
+            [
+                "1306:S 01 Dec 2026 19:49:30.908 # Manual failover user request accepted.",
+                "1306:S 01 Dec 2026 19:49:35.976 # Manual failover timed out.",
+                "1306:S 01 Dec 2026 19:49:36.010 # Currently unable to failover: Waiting for votes, but majority "
+                "still not reached.",
+            ],
+        ),
+        _write(tmp_path, "empty.log", []),
+    ]
+    assert _failovers(quiet).is_empty()
+    a = leaselog.analyze([*quiet, _write(tmp_path, "pod-a.jsonl", [APP])])
+    assert a.line_totals()["malformed"] == 0
+    assert {r.path.rsplit("/", 1)[-1]: r.used for r in a.input_reports if r.path.endswith(".log")} == {
+        "redis-node-2.log": 0,
+        "redis-node-3.log": 0,
+        "redis-node-4.log": 0,
+        "empty.log": 0,
+    }
+    # nor is an app's line that quotes the words inside its own message
+    app = APP.replace("lock_acquired", "job_progress").replace(
+        "}", ',"message":"saw: Failover election won: I\'m the new master."}'
+    )
+    assert _failovers([_write(tmp_path, "pod-b.jsonl", [APP, app])]).is_empty()
+
+
+def test_cluster_lines_malformed_beside_are_located_and_the_election_read_alike(tmp_path: Path) -> None:
+    broken = [
+        CLUSTER_REPLICA[5],
+        "3569:Q 01 Dec 2026 19:53:14.796 # Failover election won: I'm the new master.",  # no such role
+        "3569:S 01 Dec 2026 19:53:14.797 # Failover election won: I'm the new master.",
+    ]
+    path = _write(tmp_path, "redis-node-4.log", broken)
+    a = leaselog.analyze([path, _write(tmp_path, "pod-a.jsonl", [APP])])
+    assert a.malformed.filter(pl.col("file") == str(path))["line"].to_list() == [2]
+    assert _failovers([path]).select("rule", "line").rows() == [("redis-server/cluster-election-won", 3)]

@@ -62,13 +62,15 @@ def test_every_format_has_a_sample() -> None:
     """A format comes with its sample: every format is what some sample shape is read as, but `flat` (the
     other sample folders of sample_logs/ are flat JSON), `text` (prose, never auto-detected: read with
     --format text or message rules) and `redis` (a Redis server's own log, never a rendering of the workers'
-    lines: its sample is the Sentinel's failover in sample_logs/dialects/redis-sentinel/)."""
+    lines: its samples are the Sentinel's failover in sample_logs/dialects/redis-sentinel/ and a Redis
+    Cluster's in sample_logs/dialects/redis-cluster/)."""
     from leaselog.reading.formats import FORMATS
 
     assert set(FORMATS) - set(shapes.DETECTED.values()) == {"flat", "text", "redis"}
-    sentinel = leaselog.analyze(SAMPLES.parent / "dialects" / "redis-sentinel")
-    assert {r.format for r in sentinel.input_reports if r.path.endswith(".log")} == {"redis"}
-    assert sentinel.line_totals()["malformed"] == 0
+    for folder in ("redis-sentinel", "redis-cluster"):
+        a = leaselog.analyze(SAMPLES.parent / "dialects" / folder)
+        assert {r.format for r in a.input_reports if r.path.endswith(".log")} == {"redis"}, folder
+        assert a.line_totals()["malformed"] == 0
 
 
 @pytest.mark.parametrize("shape", sorted(shapes.SHAPES))

@@ -9,9 +9,10 @@ the leases belonged to different periods and only the *executions* overlapped (o
 Where the logs show why, the finding says it: a worker's `lock_reconnected` line (its lock client lost
 the connection and reconnected, to a new primary after a failover: "master changed") inside the two
 leases' window; the lock's Redis failing over in that window, as its own logs say (a Sentinel's
-`+switch-master`, else its `+promoted-slave` or `+failover-end`, or the promoted server's `MASTER MODE
-enabled`: `lock_failover`, a fact of the whole fleet); and one fencing token handed to both (the promoted
-replica lost the counter's increment along with the key).
+`+switch-master`, else its `+promoted-slave` or `+failover-end`, the promoted server's `MASTER MODE
+enabled`, or a Redis Cluster replica's `Failover election won` or `Taking over the master`: `lock_failover`,
+a fact of the whole fleet); and one fencing token handed to both (the promoted replica lost the counter's
+increment along with the key).
 
 Where nothing says the lock lost the key (no reconnect, no failover of the lock's Redis in the window, no
 token handed out twice) and the later lease's fencing token is larger (the counter kept
@@ -126,6 +127,8 @@ def reconnects(found: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:
 
 _FAILOVER = ("t", "file", "line", "rule", "master", "previous_primary", "primary", "message")
 _SWITCH = "redis-server/switch-master"
+_ELECTED = "redis-server/cluster-election-won"
+_TAKEOVER = "redis-server/cluster-takeover"
 
 
 def failovers(found: pl.DataFrame, ctx: CheckContext) -> pl.DataFrame:
@@ -315,6 +318,10 @@ def _failover_note() -> pl.Expr:
         .then(pl.lit("Sentinel promotes a replica"))
         .when(rule == "redis-server/failover-end")
         .then(pl.lit("Sentinel ends a failover"))
+        .when(rule == _ELECTED)
+        .then(pl.lit("a Redis Cluster replica wins its failover election"))
+        .when(rule == _TAKEOVER)
+        .then(pl.lit("a Redis Cluster replica takes over its primary"))
         .otherwise(pl.lit("a replica becomes a primary"))
     )
 
@@ -354,6 +361,24 @@ def _failover_said(rows: pl.DataFrame) -> pl.Expr:
                 " Sentinel ended a failover of {} (primary {}) at {} {}.",
                 text("failover_master"),
                 text("failover_previous_primary"),
+                at,
+                where,
+            )
+        )
+        .when(rule == _ELECTED)
+        .then(
+            pl.format(
+                " A replica of the lock's Redis Cluster won its failover election and became a primary (\"Failover "
+                "election won: I'm the new master.\") at {} {}.",
+                at,
+                where,
+            )
+        )
+        .when(rule == _TAKEOVER)
+        .then(
+            pl.format(
+                " A replica of the lock's Redis Cluster took over its primary without an election (CLUSTER FAILOVER "
+                'TAKEOVER: "Taking over the master (user request).") at {} {}.',
                 at,
                 where,
             )
