@@ -17,6 +17,7 @@ import leaselog
 from helpers import ROOT, SAMPLES
 from leaselog.cli import main
 from leaselog.pipeline import settings_of
+from leaselog.reproduce.campaign import rows_for, write_shape
 from leaselog.spark import StageTimes, run
 
 # one shared local[2] session: under `-n 2` every Spark test runs on the same xdist worker (`--dist loadgroup`)
@@ -131,3 +132,19 @@ def test_a_redelivery_idle_time_gives_the_one_machine_document(spark: Any) -> No
         if f["kind"] == "clock_contradiction"
     ]
     assert facts == ["redelivered"]
+
+
+def test_a_container_id_gives_the_one_machine_document(spark: Any, tmp_path: Path) -> None:
+    """`container_id` (Fluent Bit's `kubernetes.docker_id`) crosses to Spark and back: a real +2248 ms step
+    between two runs of a young process, in Fluent Bit without start-up lines, is a certain step there too
+    (one container on both sides: no restart)."""
+    folder = ROOT / "tests" / "fixtures" / "lab" / "step-between-runs"
+    paths = write_shape(rows_for(folder, True), "fluentbit-merged", tmp_path, [])
+    for p in paths:
+        lines = p.read_text(encoding="utf-8").splitlines(True)
+        p.write_text("".join(x for x in lines if "(process running for " not in x), encoding="utf-8")
+    on_spark = run([str(p) for p in paths], settings_of(), spark=spark, partitions=2)
+    one = leaselog.analyze(paths)
+    assert _bytes(on_spark) == _bytes(one)
+    steps = [f for f in leaselog.document(on_spark)["findings"] if f["kind"] == "clock_step"]
+    assert [(f["certainty"], f["durationMs"]) for f in steps] == [("certain", 2248.0)]
