@@ -124,6 +124,16 @@ def test_a_file_silent_among_others_is_named(tmp_path: Path) -> None:
     assert "1 file gave no lease event while others did:" in out and "pod-b.jsonl" in out
 
 
+def test_a_redis_servers_log_that_gave_its_failover_is_not_named_silent() -> None:
+    """Sentinel's and the promoted replica's logs give the failover (a fleet fact, no lease event): read."""
+    out = _text(leaselog.analyze(SAMPLES / "dialects" / "redis-sentinel"), brief=True)
+    assert "gave no lease event" not in out
+    # a Redis Cluster primary that only saw the failover happen (FAIL, votes) gave nothing: named
+    out = _text(leaselog.analyze(SAMPLES / "dialects" / "redis-cluster"), brief=True)
+    assert "1 file gave no lease event while others did:" in out and "redis-node-2.log" in out
+    assert "redis-node-4.log" not in out.split("while others did:")[1].splitlines()[0]
+
+
 def test_cli_brief(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", str(INCIDENT), "--brief"]) == 0
     out = capsys.readouterr().out

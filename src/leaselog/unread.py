@@ -70,7 +70,10 @@ def nothing_read(reports: list[InputReport]) -> Unread | None:
 
 
 def silent_files(reports: list[InputReport]) -> list[str]:
-    """Files with lines but no lease event, when other files gave some (none when no file did)."""
+    """Files with lines but no lease event, when other files gave some (none when no file did). A file
+    whose lines gave a fact of another kind (a Redis server's failover, a process's start) was read."""
     if not any(r.events for r in reports):
         return []
-    return [r.path for r in reports if r.lines and not r.events and not r.skipped and not r.same_as]
+    return [
+        r.path for r in reports if r.lines and not r.events and not r.used and not r.skipped and not r.same_as
+    ]
