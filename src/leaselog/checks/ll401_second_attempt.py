@@ -52,6 +52,7 @@ _COLS = [
     "delivery_count",
     "attempt",
     "acquired_at",
+    "fencing_token",
     "denied_at",
     "valid_until",
     "lease_end",
@@ -78,11 +79,12 @@ def _identity(suffix: str = "") -> pl.Expr:
     )
 
 
-def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
+def attempts(executions: pl.DataFrame, leases: pl.DataFrame, skew_ms: float) -> pl.DataFrame:
     """One row per non-first attempt of a job: the earlier attempt it is compared with, and its trigger.
 
     Only attempts that ran count, on both sides: one the lock turned away (or that was triggered and
-    did nothing more) never ran; `attempts_not_run` (LL402) speaks for those.
+    did nothing more) never ran; `attempts_not_run` (LL402) speaks for those. `skew_ms`: the clock-skew
+    bound, within which two pods' acquisitions are ordered by their fencing tokens.
     """
     x = (
         executions.select("job_id", "timeline", *_COLS)
@@ -94,7 +96,13 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
     )
     # Attempts are ordered by when they acquired the lock (the lock's own order), else by their first line:
     # a poller waiting silently for the lock can log its pickup before the holder's acquisition (or a
-    # skewed clock can make it look so) and is still the later attempt.
+    # skewed clock can make it look so) and is still the later attempt. Two acquisitions the clocks put
+    # within the clock-skew bound of each other are ordered by their fencing tokens where every attempt of
+    # the job has one and none was handed out twice (leaselog.checks.anchors: a counter taken back by a
+    # failover repeats one): the clocks cannot order them, the counter can.
+    by_token = (
+        pl.col("fencing_token").is_not_null().all() & (pl.col("fencing_token").n_unique() == pl.len())
+    ).over("job_id", "timeline")
     k = x.select(
         "row",
         "job_id",
@@ -102,13 +110,23 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame) -> pl.DataFrame:
         "execution_id",
         pl.coalesce("acquired_at", "first_seen").alias("order_at"),
         "first_seq",
+        "fencing_token",
+        by_token.alias("by_token"),
         "offset",
         "identity",
         "mid",
     )
+    close = ms_expr("order_at", "order_at_new").abs() <= skew_ms
     p = k.join(k, on=["job_id", "timeline"], suffix="_new").filter(
-        (pl.col("order_at") < pl.col("order_at_new"))
-        | ((pl.col("order_at") == pl.col("order_at_new")) & (pl.col("first_seq") < pl.col("first_seq_new")))
+        pl.when(pl.col("by_token") & close)
+        .then(pl.col("fencing_token") < pl.col("fencing_token_new"))
+        .otherwise(
+            (pl.col("order_at") < pl.col("order_at_new"))
+            | (
+                (pl.col("order_at") == pl.col("order_at_new"))
+                & (pl.col("first_seq") < pl.col("first_seq_new"))
+            )
+        )
     )
     same = (
         (pl.col("offset").is_not_null() & (pl.col("identity") == pl.col("identity_new")))
@@ -251,7 +269,7 @@ def _handover() -> pl.Expr:
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
-    found = attempts(ctx.executions, ctx.leases)
+    found = attempts(ctx.executions, ctx.leases, ctx.settings.max_skew_ms)
     # a release that deleted the key came before the later acquisition whatever the clocks say
     # (leaselog.checks.causal): then the earlier lease had ended, and (its execution ended before its
     # release) the earlier attempt was no longer running
