@@ -1,4 +1,5 @@
-"""Memory: events.compact (one chunk per column, nulls kept cheap) and the allocator default."""
+"""Memory: events.compact (one chunk per column, nulls kept cheap), timebase.gathered (a sort that holds the
+frame once) and the allocator default."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import polars as pl
 from polars.testing import assert_frame_equal
 
 from leaselog.events import compact
+from leaselog.timebase import gathered
 
 
 def _chunked() -> pl.DataFrame:
@@ -31,6 +33,27 @@ def test_compact_of_empty_keeps_the_schema() -> None:
     empty = _chunked().clear()
     out = compact(empty.get_columns())
     assert out.schema == empty.schema and out.height == 0
+
+
+def test_gathered_is_the_stable_sort_and_takes_the_columns() -> None:
+    frame = pl.concat(
+        [
+            pl.DataFrame(
+                {"k": [2, 1, 2, None], "s": ["a", "b", "c", "d"], "none": [None] * 4},
+                schema={"k": pl.Int64, "s": pl.String, "none": pl.String},
+            )
+        ]
+        * 2,
+        rechunk=False,
+    )
+    order = frame.select(pl.arg_sort_by("k", maintain_order=True)).to_series()
+    columns = frame.get_columns()
+    out = gathered(columns, order)
+    assert columns == []  # taken: each column is dropped once gathered
+    # equal keys keep their order; nulls first, as `sort` puts them
+    assert_frame_equal(out, frame.sort("k", maintain_order=True))
+    assert out["s"].to_list() == ["d", "d", "b", "b", "a", "c", "a", "c"]
+    assert out.schema == frame.schema and out["none"].null_count() == 8
 
 
 def test_allocator_setting_is_a_default_a_user_can_override() -> None:

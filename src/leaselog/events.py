@@ -24,7 +24,7 @@ from leaselog.failovers import REJECTED_SCHEMA, empty_failovers, split_failovers
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
-from leaselog.timebase import pseudo_times
+from leaselog.timebase import gathered, pseudo_times
 from leaselog.values import TIME_SHAPES, ends_before_start, fall_back, times, typed_values
 from leaselog.vocabulary import EVENT_ALIASES, FIELD_ALIASES, PROCESS_STARTED, normalise_event_name
 
@@ -368,7 +368,10 @@ def build_events(
         .all()
     ).item()
     if not in_order:
-        df = df.sort(["file_index", "line"], maintain_order=True)
+        order = df.select(pl.arg_sort_by("file_index", "line", maintain_order=True)).to_series()
+        columns = df.get_columns()
+        del df  # (gathered frees each column once sorted: the frame is held once, not twice)
+        df = gathered(columns, order)
     df = times(df, tz)
     df = settle_lease_ends(df)
     notes: list[str] = []
@@ -498,9 +501,12 @@ def build_events(
         back = (same_file & (step < 0)).cast(pl.Int64).sum().over("file_index")
         ahead = (same_file & (step > 0)).cast(pl.Int64).sum().over("file_index")
         line_key = pl.when(back > ahead).then(-pl.col("line")).otherwise(pl.col("line"))
-        df = df.sort(
-            [pl.col("file_index"), pl.col("t_wall"), line_key], nulls_last=False, maintain_order=True
-        )
+        order = df.select(
+            pl.arg_sort_by([pl.col("file_index"), pl.col("t_wall"), line_key], maintain_order=True)
+        ).to_series()
+        columns = df.get_columns()
+        del df  # (gathered frees each column once sorted: the frame is held once, not twice)
+        df = gathered(columns, order)
     df = df.with_row_index("seq").with_columns(pl.col("seq").cast(pl.Int64))
 
     offsets = settings.clock_offsets_ms

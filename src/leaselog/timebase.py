@@ -35,6 +35,25 @@ def compact(columns: list[pl.Series]) -> pl.DataFrame:
     return pl.DataFrame(out, schema=schema)
 
 
+def gathered(columns: list[pl.Series], order: pl.Series) -> pl.DataFrame:
+    """A frame's columns (`frame.get_columns()`) in the row order `order` (a permutation of the rows), the
+    frame held about once instead of twice.
+
+    A frame's `sort` gathers every column before the unsorted ones can go: on a million events (42 columns,
+    most of them strings or null throughout: 16 bytes a row each) that was 0.9 GB more at its peak. Here
+    `columns` is emptied as it goes: when nothing else holds the frame, each column is freed once its
+    gathered copy is made, and a column null throughout is kept as it is (the same under any order).
+    """
+    schema = pl.Schema({s.name: s.dtype for s in columns})
+    out: list[pl.Series] = []
+    columns.reverse()  # (popped from the end, in the frame's order)
+    while columns:
+        s = columns.pop()
+        out.append(s if s.null_count() == s.len() else s.gather(order))
+        del s
+    return pl.DataFrame(out, schema=schema)
+
+
 def pseudo_times(df: pl.DataFrame) -> pl.DataFrame:
     """Place events of files without wall-clock time on a pseudo timeline.
 
