@@ -115,10 +115,14 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     ).select(pl.exclude("_pos", "t", "_sorted", "_w", "thread", "event"), pl.col("_w").alias("line"))
     # a line of another container than the pod's line before it in the file (that names one) is the
     # first of a restarted process: it starts a new elapsedMs origin, as a start-up line does
-    before = pl.col("_c").forward_fill().shift(1).over("_f")
-    narrow = narrow.sort("_f", "line").with_columns(
-        (pl.col("_c").is_not_null() & before.is_not_null() & (pl.col("_c") != before)).alias("_cstart")
-    )
+    # (most logs name no container: nothing to sort for)
+    if narrow["_c"].null_count() == narrow.height:
+        narrow = narrow.with_columns(pl.lit(False).alias("_cstart"))
+    else:
+        before = pl.col("_c").forward_fill().shift(1).over("_f")
+        narrow = narrow.sort("_f", "line").with_columns(
+            (pl.col("_c").is_not_null() & before.is_not_null() & (pl.col("_c") != before)).alias("_cstart")
+        )
     origins = _after_start(narrow)
     if origins.height:
         flagged = pl.int_range(pl.len(), dtype=pl.UInt32).is_in(origins["_row"].implode())

@@ -34,6 +34,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from leaselog.reproduce.failover import add_replication_user
+
 NODE_TIMEOUT_MS = 1500
 DEADLINE_S = 60.0
 REPL_USER = "leaselog-cluster-replication"
@@ -133,14 +135,7 @@ class RedisCluster:
         self.clients.append(client)
         wait_for(f"node-{i + 1} answers", client.ping, self.logs)
         # the replication user the replica authenticates as (on every node: any may be its primary)
-        client.acl_setuser(
-            REPL_USER,
-            enabled=True,
-            passwords=[f"+{self.password}"],
-            keys=["*"],
-            channels=["*"],
-            commands=["+@all"],
-        )
+        add_replication_user(client, REPL_USER, self.password)
 
     def _cli(self, *args: str) -> None:
         cli = shutil.which("redis-cli")

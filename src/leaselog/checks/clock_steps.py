@@ -308,19 +308,8 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     exact = (
         e.join(timeline, on=keys, how="semi")
         .filter(pl.col("_off") & ~pl.col("_spike"))
-        .select(
-            "job_id",
-            "file",
-            "line",
-            "_ord",
-            "prev_line",
-            "prev_at",
-            "prev_elapsed_ms",
-            "prev_ord",
-            pl.col("execution_id").alias("prev_execution_id"),
-            pl.col("_drift").alias("step_ms"),
-            pl.lit(True).alias("exact"),
-        )
+        .with_columns(pl.col("execution_id").alias("prev_execution_id"), pl.col("_drift").alias("step_ms"))
+        .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
     # (c) where the events were built with a step undone (leaselog.elapsed_clock: along the job's lines on
     # the pod, across its runs), the step is where the correction changes

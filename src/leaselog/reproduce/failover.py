@@ -170,6 +170,13 @@ def _start_sentinel(exe: str, port: int, folder: Path, primary_port: int) -> sub
     )
 
 
+def add_replication_user(client: Any, user: str, password: str) -> None:
+    """The ACL user a replica authenticates to its primary as (`--masteruser`, `--masterauth`)."""
+    client.acl_setuser(
+        user, enabled=True, passwords=[f"+{password}"], keys=["*"], channels=["*"], commands=["+@all"]
+    )
+
+
 def _client(url: str) -> Any:
     return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=2.0, decode_responses=True)
 
@@ -191,14 +198,7 @@ class LockPair:
             self.procs.append(_start(exe, pport, self.folder, "primary", []))
             self.primary = _client(self.primary_url)
             self._wait(self.primary)
-            self.primary.acl_setuser(
-                REPL_USER,
-                enabled=True,
-                passwords=[f"+{self.password}"],
-                keys=["*"],
-                channels=["*"],
-                commands=["+@all"],
-            )
+            add_replication_user(self.primary, REPL_USER, self.password)
             rport = free_port()
             self.replica_url = f"redis://127.0.0.1:{rport}/0"
             replica_args = ["--replicaof", "127.0.0.1", str(pport), "--masteruser", REPL_USER]
