@@ -6,7 +6,9 @@ release: Redis handed the key to no one else in between. (After its own lease's 
 expired and been taken: such a release orders nothing.) So another execution's acquisition of the same key logged between the two came, in truth,
 after the release (or before the acquisition); the clocks that put it inside are wrong by at least the
 difference. Fencing tokens that increase decide which of the two it was (the later token acquired
-later); without tokens, the order that needs the smaller clock error is taken.
+later); without tokens, the order that needs the smaller clock error is taken (where the other execution's own
+release deleted the key inside its lease too, its order before the first needs that release before the
+first's acquisition).
 
 What follows from such a handoff (`handoffs`):
 - the two leases were never valid at once (no `concurrent_leases` from the clock order);
@@ -65,15 +67,29 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
         & (pl.col("acquired_at_y") < pl.col("released_at"))
     )
     c = (pl.col("released_at") - pl.col("acquired_at_y")).dt.total_microseconds() / 1000
-    alt = (pl.col("acquired_at_y") - pl.col("acquired_at")).dt.total_microseconds() / 1000
+    # y before x: y's key was gone before x acquired. Where y's own release deleted the key inside its
+    # own lease, y held it unbroken until that release, so that release (not y's acquisition) had to
+    # come before x's acquisition: the clock error that order needs runs to it
+    y_held = (
+        pl.col("release_deleted_y").fill_null(False)
+        & pl.col("released_at_y").is_not_null()
+        & (pl.col("expires_at_y").is_null() | (pl.col("released_at_y") <= pl.col("expires_at_y")))
+    )
+    y_until = pl.when(y_held).then(pl.col("released_at_y")).otherwise(pl.col("acquired_at_y"))
+    alt = (y_until - pl.col("acquired_at")).dt.total_microseconds() / 1000
+    # (where both orders need the same error, as for a lease logged inside the other, the logs cannot
+    # tell, and y is placed by its acquisition alone, as for a y whose release proves nothing)
+    alt_acq = (pl.col("acquired_at_y") - pl.col("acquired_at")).dt.total_microseconds() / 1000
     tokens = pl.col("fencing_token").is_not_null() & pl.col("fencing_token_y").is_not_null()
     differ = tokens & (pl.col("fencing_token") != pl.col("fencing_token_y"))
     return (
-        pairs.with_columns(c.alias("contradiction_ms"), alt.alias("_alt_ms"))
+        pairs.with_columns(c.alias("contradiction_ms"), alt.alias("_alt_ms"), alt_acq.alias("_alt_acq_ms"))
         .with_columns(
             pl.when(differ)
             .then(pl.col("fencing_token_y") > pl.col("fencing_token"))
-            .otherwise(pl.col("contradiction_ms") <= pl.col("_alt_ms"))
+            .when(pl.col("contradiction_ms") != pl.col("_alt_ms"))
+            .then(pl.col("contradiction_ms") < pl.col("_alt_ms"))
+            .otherwise(pl.col("contradiction_ms") <= pl.col("_alt_acq_ms"))
             .alias("y_after"),
             differ.alias("by_tokens"),
         )
@@ -82,7 +98,7 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
             .fill_null(False)
             .alias("no_overlap")
         )
-        .drop("_alt_ms")
+        .drop("_alt_ms", "_alt_acq_ms")
         .sort("job_id", "acquired_at_y")
     )
 
