@@ -158,7 +158,8 @@ class Reader:
         self.malformed: list[tuple[str, int, str]] = []
         self._located: Counter[tuple[str, str]] = Counter()
         self._cont_last: tuple[int, int] = (-1, -1)  # (file index, line) of the last continuation line
-        self._cont_run = 0  # continuation lines right before it
+        self._cont_run = 0  # lines right before it in its run (%wEx's blank line before a trace counts)
+        self._blank_last: tuple[int, int] = (-1, -1)  # (file index, line) of the last blank line
         self._decoder = ColumnarDecoder(mapper)
         self._disk = 0  # bytes of the current file on disk already reported to `progress`
         self._streams: list[Stream] = []
@@ -324,6 +325,7 @@ class Reader:
             line = _strip_bom(line)
         if not line.strip():
             report.ignored += 1
+            self._blank_last = (st.index, line_no)
             return
         if len(line) > self.max_line_bytes:
             self._bad(
@@ -463,7 +465,8 @@ class Reader:
         """A stack-trace or multi-line message continuation: counted ignored, its text attached to the
         message of the event logged right before it (if that line was a lease event)."""
         report.ignored += 1
-        run = self._cont_run + 1 if self._cont_last == (index, line_no - 1) else 0
+        prev = (index, line_no - 1)
+        run = self._cont_run + 1 if self._cont_last == prev else int(self._blank_last == prev)
         self._cont_last, self._cont_run = (index, line_no), run
         raw = self.raw
         if raw["line"] and raw["file_index"][-1] == index and raw["line"][-1] == line_no - 1 - run:
