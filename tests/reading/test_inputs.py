@@ -280,7 +280,7 @@ def _otlp_line(times: list[str]) -> str:
                 {"key": "event", "value": {"stringValue": ev}},
             ],
         }
-        for t, ev in zip(times, ["lock_acquired", "job_started", "job_finished"], strict=False)
+        for t, ev in zip(times, ["lock_acquired", "job_started", "job_finished"][: len(times)], strict=True)
     ]
     batch = {
         "resourceLogs": [
