@@ -1,7 +1,8 @@
 """Regression tests built from lab runs: each kept run (tests/fixtures/lab/<name>/, recorded by
 lab_fixtures.py on a real Redis) rendered in the shape it names, analyzed, and scored against its truth.
 
-A run whose defect is still open is an expected failure (xfail, not strict); once fixed it joins PASSING.
+A run whose defect is still open is an expected failure (a strict xfail: it fails once the run passes); once
+fixed it joins PASSING.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ PASSING = {
 
 
 def _param(fx: Fixture) -> object:
-    marks = [] if fx.name in PASSING else [pytest.mark.xfail(strict=False, reason=fx.defect)]
+    # a defect still open fails when it starts passing (strict): it then joins PASSING
+    marks = [] if fx.name in PASSING else [pytest.mark.xfail(strict=True, reason=fx.defect)]
     return pytest.param(fx, id=fx.name, marks=marks)
 
 
@@ -151,7 +153,7 @@ SHAPE_CASES = [
 @pytest.mark.parametrize(
     ("name", "shape"),
     [
-        pytest.param(n, s, id=f"{n}-{s}", marks=[pytest.mark.xfail(strict=False, reason=why)] if why else [])
+        pytest.param(n, s, id=f"{n}-{s}", marks=[pytest.mark.xfail(strict=True, reason=why)] if why else [])
         for n, s, why in SHAPE_CASES
     ],
 )
