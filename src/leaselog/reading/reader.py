@@ -466,6 +466,7 @@ class Reader:
         message of the event logged right before it (if that line was a lease event)."""
         report.ignored += 1
         prev = (index, line_no - 1)
+        # (one blank line before it is the trace's: Spring Boot's %wEx writes a line separator first)
         run = self._cont_run + 1 if self._cont_last == prev else int(self._blank_last == prev)
         self._cont_last, self._cont_run = (index, line_no), run
         raw = self.raw
