@@ -332,3 +332,80 @@ def test_a_redis_cluster_failover_says_the_lock_lost_the_key(tmp_path: Path) -> 
     assert (told.certainty, told.severity) == ("certain", "error")
     assert "Redis Cluster won its failover election" in told.message
     assert told.duration_ms == alone.duration_ms
+
+
+# Spring Boot's console layout (`[%15.15t]`, `%wEx`: a blank line before the trace), DEBUG on the registry,
+# both pods' first acquisitions printing `lockedAt=1970-01-01@00:00:00.000` (the lock object's creation)
+_RLR_HEAD = "1 --- [report-service] [   scheduling-1] "
+_RLR_LOGGER = "o.s.i.redis.util.RedisLockRegistry       : "
+
+
+def _rlr_lock(ts: str, verb: str, locked: str, client: str) -> str:
+    return (
+        f"{ts} DEBUG {_RLR_HEAD}{_RLR_LOGGER}{verb} lock; RedisLock [lockKey=reports:nightly-export,"
+        f"lockedAt={locked}, clientId={client}]"
+    )
+
+
+def _rlr_info(ts: str, message: str) -> str:
+    return f"{ts}  INFO {_RLR_HEAD}c.e.report.ReportJob                     : {message}"
+
+
+def _rlr_console(folder: Path, *, expired: bool) -> Path:
+    epoch = "1970-01-01@00:00:00.000"
+    a_end = [
+        _rlr_info("2026-11-29T10:01:22.402Z", "Report written: 41233 rows"),
+        f"2026-11-29T10:01:22.409Z ERROR {_RLR_HEAD}o.s.s.s.TaskUtils$LoggingErrorHandler    : "
+        "Unexpected error occurred in scheduled task",
+        "",
+        "java.util.ConcurrentModificationException: Lock was released in the store due to expiration. "
+        "The integrity of data protected by this lock may have been compromised.",
+        "\tat org.springframework.integration.redis.util.RedisLockRegistry$RedisLock.unlock"
+        "(RedisLockRegistry.java:631) ~[spring-integration-redis-6.4.1.jar:6.4.1]",
+        "\tat com.example.report.ReportJob.run(ReportJob.java:38) ~[classes/:na]",
+        "",
+    ]
+    if not expired:  # the same task ending inside its lease, released as usual
+        a_end = [
+            _rlr_info("2026-11-29T10:00:42.402Z", "Report written: 41233 rows"),
+            _rlr_lock("2026-11-29T10:00:42.409Z", "Released", "2026-11-29@10:00:00.017", "4c1b9d0e"),
+        ]
+    a = [
+        _rlr_lock("2026-11-29T10:00:00.017Z", "Acquired", epoch, "4c1b9d0e"),
+        _rlr_info("2026-11-29T10:00:00.020Z", "Building the daily report"),
+        *a_end,
+    ]
+    b = [
+        _rlr_lock("2026-11-29T10:01:00.031Z", "Acquired", epoch, "7d2e0c4a"),
+        _rlr_info("2026-11-29T10:01:00.034Z", "Building the daily report"),
+        _rlr_info("2026-11-29T10:01:30.880Z", "Report written: 41233 rows"),
+        _rlr_lock("2026-11-29T10:01:30.884Z", "Released", "2026-11-29@10:01:00.031", "7d2e0c4a"),
+    ]
+    (folder / "pod-a.log").write_text("\n".join(a) + "\n", encoding="utf-8")
+    (folder / "pod-b.log").write_text("\n".join(b) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("ttl", [None, "60s"], ids=["no-ttl", "ttl-60s"])
+def test_redis_lock_registry_console_wex_incident(tmp_path: Path, ttl: str | None) -> None:
+    """The task outlives its 60 s lock by 22.4 s while the other pod runs: the trace after %wEx's blank line
+    is the unlock's expiry (no crash), the stale lockedAt orders nothing (no clock_contradiction)."""
+    a = leaselog.analyze(str(_rlr_console(tmp_path, expired=True)), lease_ttl=ttl)
+    got = _by_kind(a)
+    assert a.line_totals()["malformed"] == 0
+    (overlap,) = got["overlapping_executions"]
+    assert (overlap.duration_ms, overlap.certainty, overlap.severity) == (22_378, "certain", "error")
+    assert not {"crash_takeover", "clock_contradiction", "clock_step", "concurrent_leases"} & set(got)
+    if ttl is None:
+        assert "lease_outlived" not in got
+    else:
+        (outlived,) = got["lease_outlived"]
+        assert (
+            outlived.duration_ms == 22_392
+        )  # from 10:01:00.017 (its line's time, not lockedAt) to the unlock
+
+
+def test_redis_lock_registry_console_run_inside_its_lock_is_quiet(tmp_path: Path) -> None:
+    a = leaselog.analyze(str(_rlr_console(tmp_path, expired=False)), lease_ttl="60s")
+    assert {f.kind for f in a.finding_list if f.severity == "error"} == set()
+    assert not {"crash_takeover", "clock_contradiction", "overlapping_executions"} & set(_by_kind(a))
