@@ -37,32 +37,44 @@ def ecs(ts: str, msg: str, fields: dict[str, str], thread: str = WHOLE) -> str:
     return json.dumps(row | fields)
 
 
-def mixed_file(folder: Path, execution_id: str | None) -> Path:
-    """One execution: triggered in JSON, acquired and started on the console, finished and released in
-    JSON, all by one thread."""
+def mixed_file(folder: Path, execution_id: str | None, acquired_in_json: bool) -> Path:
+    """One execution, all by one thread, triggered in JSON and released in JSON; acquired and started on
+    the console (`acquired_in_json` False), or acquired in JSON and started and finished on the console
+    (True: before the fix, a certain 5.0 s overlapping_executions ERROR and a second_attempt)."""
     ex = f" executionId={execution_id}" if execution_id else ""
     exd = {"executionId": execution_id} if execution_id else {}
-    lines = [
-        ecs("10:00:00.000", "received", {"jobId": "report-42", **exd, "event": "job_triggered"}),
-        console(
-            "10:00:00.001", "acquired", f"jobId=report-42{ex} event=lock_acquired leaseMs=600000 owner=o1"
-        ),
-        console("10:00:00.005", "started", f"jobId=report-42{ex} event=job_started"),
-        ecs("10:00:05.005", "finished", {"jobId": "report-42", **exd, "event": "job_finished"}),
+    acquired = {"jobId": "report-42", **exd, "event": "lock_acquired", "leaseMs": "600000", "owner": "o1"}
+    lines = [ecs("10:00:00.000", "received", {"jobId": "report-42", **exd, "event": "job_triggered"})]
+    if acquired_in_json:
+        lines += [
+            ecs("10:00:00.001", "acquired", acquired),
+            console("10:00:00.005", "started", f"jobId=report-42{ex} event=job_started"),
+            console("10:00:05.005", "finished", f"jobId=report-42{ex} event=job_finished"),
+        ]
+    else:
+        lines += [
+            console(
+                "10:00:00.001", "acquired", f"jobId=report-42{ex} event=lock_acquired leaseMs=600000 owner=o1"
+            ),
+            console("10:00:00.005", "started", f"jobId=report-42{ex} event=job_started"),
+            ecs("10:00:05.005", "finished", {"jobId": "report-42", **exd, "event": "job_finished"}),
+        ]
+    lines.append(
         ecs(
             "10:00:05.010", "released", {"jobId": "report-42", **exd, "event": "lock_released", "owner": "o1"}
-        ),
-    ]
+        )
+    )
     folder.mkdir(parents=True)
     (folder / "pod-a.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
 
+@pytest.mark.parametrize("acquired_in_json", [False, True])
 @pytest.mark.parametrize("execution_id", ["attempt-a", None])
 def test_a_cut_console_thread_is_the_whole_name_of_the_json_lines(
-    tmp_path: Path, execution_id: str | None
+    tmp_path: Path, execution_id: str | None, acquired_in_json: bool
 ) -> None:
-    a = leaselog.analyze(mixed_file(tmp_path / "logs", execution_id))
+    a = leaselog.analyze(mixed_file(tmp_path / "logs", execution_id, acquired_in_json))
     assert a.executions.height == 1
     assert a.executions["thread"].to_list() == [WHOLE]
     assert [f.kind for f in a.finding_list] == []  # no overlapping_executions, no second_attempt
