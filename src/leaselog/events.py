@@ -22,6 +22,7 @@ from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
 from leaselog.failovers import REJECTED_SCHEMA, empty_failovers, split_failovers
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
+from leaselog.thread_spellings import whole_thread_names
 from leaselog.timebase import PSEUDO_EPOCH as PSEUDO_EPOCH
 from leaselog.timebase import compact as compact
 from leaselog.timebase import gathered, pseudo_times
@@ -372,6 +373,9 @@ def build_events(
         columns = df.get_columns()
         del df  # (gathered frees each column once sorted: the frame is held once, not twice)
         df = gathered(columns, order)
+    # a console line's thread cut to its last 15 characters (Logback's `%15.15t`) is the one longer thread
+    # of its pod and file that it is the tail of: one thread, not two (leaselog.thread_spellings)
+    df = whole_thread_names(df)
     df = times(df, tz)
     df = settle_lease_ends(df)
     notes: list[str] = []
