@@ -52,7 +52,9 @@ if [ ${#missing[@]} -gt 0 ]; then
       sudo=(sudo)
     fi
     "${sudo[@]}" apt-get update -qq
-    has() { apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'; } # installable here
+    # installable here (grep reads to the end: with -q it stops at the match, apt-cache then dies of SIGPIPE,
+    # and pipefail made every package look missing)
+    has() { apt-cache policy "$1" 2>/dev/null | grep 'Candidate: [^(]' >/dev/null; }
     need=()
     for m in "${missing[@]}"; do
       case $m in
