@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,32 @@ def test_renewal_pause_safeguards_work(redis_url: str, tmp_path: Path) -> None:
     assert not {"duplicate_effect", "stale_write_accepted", "ownership_loss_unhandled"} & {
         f.kind for f in a.finding_list
     }
+
+
+@pytest.mark.redis
+def test_resume_when_keeps_the_paused_pod_paused_until_it_holds(redis_url: str, tmp_path: Path) -> None:
+    """A caller's condition (a test's watch) holds A's SIGSTOP past the scenario's own schedule: here 1.5 s
+    past the earliest moment the scenario would resume it; the run stays the same incident."""
+    first: list[float] = []
+
+    def held_long_enough() -> bool:
+        first.append(time.monotonic())
+        return first[-1] - first[0] >= 1.5
+
+    run = run_scenario(
+        "renewal", FAST, redis_url=redis_url, out=tmp_path / "held", resume_when=held_long_enough
+    )
+    m = run.truth["measured"]
+    assert len(first) > 1 and m["pauseBeforeWrite"]
+    assert m["pauseMs"] >= FAST.lease_ms + FAST.renewal_ms + 1500, m["pauseMs"]
+    a = leaselog.analyze(run.logs)
+    _agrees(run, a)
+    assert set(SCENARIOS["renewal"].expected) <= {f.kind for f in a.finding_list}
+
+
+def test_resume_when_is_refused_by_a_scenario_that_pauses_no_pod(tmp_path: Path) -> None:
+    with pytest.raises(ReproduceError, match="pauses no pod"):
+        run_scenario("article", FAST, out=tmp_path, resume_when=lambda: True)
 
 
 @pytest.mark.redis

@@ -32,6 +32,7 @@ from leaselog.reproduce.truth import measure
 WAIT_TIMEOUT_S = 60.0
 
 ProgressFn = Callable[[str], None]
+ResumeGate = Callable[[], bool]  # a caller's condition for resuming a paused pod (run_scenario's resume_when)
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Scenario:
     second_attempt_trigger: str
     play: Callable[[_Harness], dict[str, Any]]
     renews: bool = True  # the safe lifecycle: options must allow a renewal to be on time
+    pauses: bool = False  # SIGSTOPs a pod and resumes it later: honours run_scenario's resume_when
 
 
 @dataclass
@@ -70,6 +72,7 @@ class _Harness:
     run_id: str
     scratch: Path
     progress: ProgressFn
+    resume_when: ResumeGate | None = None
     job_id: str = ""
     prefix: str = ""
     client: Any = None
@@ -185,6 +188,23 @@ class _Harness:
         self.progress(f"SIGSTOP pod-{role.lower()}: paused")
         return m
 
+    def hold_paused(self, role: str, timeout_s: float = WAIT_TIMEOUT_S) -> None:
+        """Keep a paused pod paused until the caller's `resume_when` holds (polled every 10 ms), so that an
+        observer (a test's `leaselog watch`) can see the pause whatever the machine's load. Bounded: after
+        `timeout_s` the pod is resumed anyway, so a condition that never holds cannot hang the run."""
+        if self.resume_when is None:
+            return
+        end = time.monotonic() + timeout_s
+        while not self.resume_when():
+            if time.monotonic() >= end:
+                self.progress(
+                    f"resume_when still false after {timeout_s:.0f}s: resuming pod-{role.lower()} anyway"
+                )
+                return
+            self._check_alive()
+            time.sleep(0.01)
+        self.progress(f"resume_when holds: resuming pod-{role.lower()}")
+
     def resume(self, role: str) -> float:
         m = mono_ms()
         os.kill(self.procs[role].pid, signal.SIGCONT)
@@ -257,6 +277,7 @@ def _renewal_pause(h: _Harness) -> dict[str, Any]:
     min_resume = paused + o.lease_ms + o.renewal_ms
     while mono_ms() < min_resume:
         time.sleep(0.01)
+    h.hold_paused("A")  # and, if the caller asked, until its condition holds
     resumed = h.resume("A")
     h.wait_exit("A")
     return {
@@ -355,6 +376,7 @@ SCENARIOS: dict[str, Scenario] = {
             ),
             second_attempt_trigger="redelivery",
             play=_renewal_pause,
+            pauses=True,
         ),
         Scenario(
             "renewal-stall",
@@ -398,11 +420,19 @@ def run_scenario(
     redis_url: str | None = None,
     out: str | Path | None = None,
     progress: ProgressFn | None = None,
+    resume_when: ResumeGate | None = None,
 ) -> ReproduceRun:
-    """Run one scenario against a real Redis; return the logs it wrote and its ground truth."""
+    """Run one scenario against a real Redis; return the logs it wrote and its ground truth.
+
+    `resume_when` (scenarios that pause a pod: `renewal`): the paused pod is resumed no earlier than the
+    scenario would resume it, and then only once `resume_when()` returns true, or after WAIT_TIMEOUT_S
+    (60 s) anyway. It opens a window by coordination rather than timing, e.g. for a watcher to observe the
+    pause. None (the default, and `leaselog reproduce`'s) resumes on the scenario's own schedule."""
     if name not in SCENARIOS:
         raise ReproduceError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
     scenario = SCENARIOS[name]
+    if resume_when is not None and not scenario.pauses:
+        raise ReproduceError(f"scenario {name!r} pauses no pod: resume_when has nothing to hold")
     o = options or ReproduceOptions()
     o.validate(scenario.renews)
     run_id = new_run_id()
@@ -419,7 +449,7 @@ def run_scenario(
                 f"redis {target.version} at {target.url}{' (throwaway)' if target.throwaway else ''}; "
                 f"keys under leaselog:repro:{run_id}:*"
             )
-            h = _Harness(scenario, o, target, out_dir, run_id, scratch, say)
+            h = _Harness(scenario, o, target, out_dir, run_id, scratch, say, resume_when)
             started = time.monotonic()
             try:
                 faults = scenario.play(h)
