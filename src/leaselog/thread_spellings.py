@@ -27,32 +27,35 @@ def whole_thread_names(df: pl.DataFrame) -> pl.DataFrame:
     rows in their order)."""
     if df.height == 0 or "thread" not in df.columns:
         return df
-    name = pl.col("thread").str.strip_chars()
-    width = name.str.len_chars()
-    # (most logs have no thread longer than the column, or none at its width: nothing to join)
-    if not df.select((width > CONSOLE_THREAD_WIDTH).any() & (width == CONSOLE_THREAD_WIDTH).any()).item():
-        return df
     keys = [pl.col("pod").fill_null("").alias("_pod"), pl.col("file_index").alias("_file")]
-    spellings = df.select(*keys, name.alias("_short")).drop_nulls("_short").unique()
-    longer = spellings.filter(pl.col("_short").str.len_chars() > CONSOLE_THREAD_WIDTH).select(
+    # (the string work runs on the distinct spellings of each pod and file, not on every line)
+    printed = df.select(*keys, "thread").drop_nulls("thread").unique()
+    spellings = printed.with_columns(pl.col("thread").str.strip_chars().alias("_short"))
+    width = pl.col("_short").str.len_chars()
+    longer = spellings.filter(width > CONSOLE_THREAD_WIDTH).select(
         "_pod",
         "_file",
         pl.col("_short").alias("_whole"),
         pl.col("_short").str.slice(-CONSOLE_THREAD_WIDTH).alias("_short"),
     )
+    if longer.height == 0:  # (most logs: no thread longer than the column, nothing to join)
+        return df
     whole = (
-        spellings.filter(pl.col("_short").str.len_chars() == CONSOLE_THREAD_WIDTH)
-        .join(longer, on=["_pod", "_file", "_short"])
+        spellings.filter(width == CONSOLE_THREAD_WIDTH)
+        .join(longer.unique(), on=["_pod", "_file", "_short"])
         .group_by("_pod", "_file", "_short")
         .agg(pl.col("_whole").first(), pl.col("_whole").n_unique().alias("_n"))
         .filter(pl.col("_n") == 1)  # a tail two longer names share is left as printed
-        .drop("_n")
+        .select("_pod", "_file", "_short", "_whole")
+        # each printed spelling (padded or not) of a joined tail
+        .join(spellings.select("_pod", "_file", "_short", "thread"), on=["_pod", "_file", "_short"])
+        .select("_pod", "_file", "thread", "_whole")
     )
     if whole.height == 0:
         return df
     return (
-        df.with_columns(*keys, name.alias("_short"))
-        .join(whole, on=["_pod", "_file", "_short"], how="left", maintain_order="left")
+        df.with_columns(*keys)
+        .join(whole, on=["_pod", "_file", "thread"], how="left", maintain_order="left")
         .with_columns(pl.coalesce("_whole", "thread").alias("thread"))
-        .drop("_pod", "_file", "_short", "_whole")
+        .drop("_pod", "_file", "_whole")
     )

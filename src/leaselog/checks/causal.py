@@ -47,20 +47,23 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
         "released_file",
         "released_line",
     ]
-    wall = ex.filter((pl.col("clock") == "wall") & pl.col("acquired_at").is_not_null()).select(
-        "job_id", *cols
-    )
     # a release is an anchor only while its own lease still held by its own clock: then the key was its
     # own at the release (no one can SET NX a key that exists), whether the delete checked the owner or
     # deleted by name (ShedLock's unlock). A deleting release after its own lease's logged expiry orders
     # nothing: the key may have expired and been taken, and a delete by name then deletes the next
     # holder's key (lease_outlived states the contradiction of an owner-checked one)
-    x = wall.filter(
+    held = (
         pl.col("release_deleted").fill_null(False)
         & pl.col("released_at").is_not_null()
         & (pl.col("expires_at").is_null() | (pl.col("released_at") <= pl.col("expires_at")))
     )
-    y = wall.rename({c: f"{c}_y" for c in cols})
+    wall = (
+        ex.filter((pl.col("clock") == "wall") & pl.col("acquired_at").is_not_null())
+        .select("job_id", *cols)
+        .with_columns(held.alias("held"))
+    )
+    x = wall.filter("held")
+    y = wall.rename({c: f"{c}_y" for c in [*cols, "held"]})
     pairs = x.join(y, on="job_id", how="inner").filter(
         (pl.col("execution_id") != pl.col("execution_id_y"))
         & (pl.col("acquired_at_y") >= pl.col("acquired_at"))
@@ -70,12 +73,7 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
     # y before x: y's key was gone before x acquired. Where y's own release deleted the key inside its
     # own lease, y held it unbroken until that release, so that release (not y's acquisition) had to
     # come before x's acquisition: the clock error that order needs runs to it
-    y_held = (
-        pl.col("release_deleted_y").fill_null(False)
-        & pl.col("released_at_y").is_not_null()
-        & (pl.col("expires_at_y").is_null() | (pl.col("released_at_y") <= pl.col("expires_at_y")))
-    )
-    y_until = pl.when(y_held).then(pl.col("released_at_y")).otherwise(pl.col("acquired_at_y"))
+    y_until = pl.when(pl.col("held_y")).then(pl.col("released_at_y")).otherwise(pl.col("acquired_at_y"))
     alt = (y_until - pl.col("acquired_at")).dt.total_microseconds() / 1000
     # (where both orders need the same error, as for a lease logged inside the other, the logs cannot
     # tell, and y is placed by its acquisition alone, as for a y whose release proves nothing)
@@ -98,7 +96,7 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
             .fill_null(False)
             .alias("no_overlap")
         )
-        .drop("_alt_ms", "_alt_acq_ms")
+        .drop("_alt_ms", "_alt_acq_ms", "held", "held_y")
         .sort("job_id", "acquired_at_y")
     )
 
