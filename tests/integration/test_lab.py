@@ -567,12 +567,6 @@ def test_the_campaigns_clock_step_runs_are_read_right(ci_campaign: Any) -> None:
 
 
 @pytest.mark.redis
-@pytest.mark.xfail(
-    strict=False,
-    reason="the identity defects it found are fixed and reproduced without Redis in test_lab_identity.py; "
-    "kept non-strict until it has passed under CI's load: real-Redis timing at load ~25 can still make a "
-    "rendering differ",
-)
 def test_the_campaign_reads_the_same_without_execution_ids(ci_campaign: Any) -> None:
     """The same logs with every execution id removed: nothing the truth expects is missed, and every shape
     gives the findings and execution counts of the logs with ids."""
@@ -590,13 +584,6 @@ def test_the_campaign_reads_the_same_without_execution_ids(ci_campaign: Any) -> 
 
 
 @pytest.mark.redis
-@pytest.mark.xfail(
-    strict=False,
-    reason="clean on an idle machine (seed 12, 12 runs, ~60 s), but not yet a stable gate: on a machine at "
-    "load ~25, a pod can stall for hundreds of ms between a Redis call and its log line (718 ms seen: "
-    "run-12-0006's acquire was logged long after Redis granted it), and the logs then show concurrent "
-    "leases the truth does not; the lab must tell such runs apart before this gates",
-)
 def test_the_campaign_has_no_miss_no_false_finding_no_figure_error(ci_campaign: Any) -> None:
     camp, _out = ci_campaign
     bad = {

@@ -25,7 +25,16 @@ from typing import Any
 import redis
 
 from leaselog.reproduce.options import ReproduceOptions
-from leaselog.reproduce.pod import GROUP, delete_run_keys, keys, mono_ms, read_moments, signal_list, stop_pods
+from leaselog.reproduce.pod import (
+    GROUP,
+    delete_run_keys,
+    keys,
+    marker,
+    mono_ms,
+    read_moments,
+    signal_list,
+    stop_pods,
+)
 from leaselog.reproduce.server import RedisTarget, ReproduceError, redis_target
 from leaselog.reproduce.truth import measure
 
@@ -188,6 +197,24 @@ class _Harness:
         self.progress(f"SIGSTOP pod-{role.lower()}: paused")
         return m
 
+    def pause_outside_renewal(self, role: str, timeout_s: float = WAIT_TIMEOUT_S) -> tuple[float, int]:
+        """SIGSTOP a pod started with `--flag-renewals` at a moment no renewal of its is between its request
+        and its line (its marker unset while stopped); caught inside one, it is resumed until that renewal
+        is logged and stopped again. Returns the final pause's moment and how many times it was retried."""
+        pid, flag = self.procs[role].pid, marker(self.prefix, f"renewing:{role}")
+        end = time.monotonic() + timeout_s
+        retries = 0
+        while True:
+            os.kill(pid, signal.SIGSTOP)
+            m = mono_ms()
+            if not self.client.exists(flag) or time.monotonic() >= end:
+                self.progress(f"SIGSTOP pod-{role.lower()}: paused (outside a renewal, {retries} retries)")
+                return m, retries
+            os.kill(pid, signal.SIGCONT)
+            retries += 1
+            while self.client.exists(flag) and time.monotonic() < end:
+                time.sleep(0.002)
+
     def hold_paused(self, role: str, timeout_s: float = WAIT_TIMEOUT_S) -> None:
         """Keep a paused pod paused until the caller's `resume_when` holds (polled every 10 ms), so that an
         observer (a test's `leaselog watch`) can see the pause whatever the machine's load. Bounded: after
@@ -265,11 +292,13 @@ def _renewal_pause(h: _Harness) -> dict[str, Any]:
     entry = h.publish_request()
     units = max(3, (3 * o.renewal_ms) // o.unit_ms)  # about three renewals of healthy work before the write
     gap = max(1000, 2 * o.unit_ms)  # time to serialise the result: where the pause lands
-    h.spawn("A", "stream", "--renew", "--fenced", "--units", str(units), "--gap-ms", str(gap))
+    h.spawn(
+        "A", "stream", "--renew", "--fenced", "--flag-renewals", "--units", str(units), "--gap-ms", str(gap)
+    )
     h.wait_signal("started:A")
     h.spawn("B", "claim", "--renew", "--fenced", "--units", str(max(3, o.renewal_ms // o.unit_ms)))
     h.wait_signal("completing:A")
-    paused = h.pause("A")
+    paused, retries = h.pause_outside_renewal("A")
     # B can claim A's unacknowledged entry only once A stops heartbeating it, and acquire only after A's
     # lease has expired; A stays paused until B has completed and released, and for longer than a lease.
     h.wait_signal("done:B")
@@ -288,6 +317,7 @@ def _renewal_pause(h: _Harness) -> dict[str, Any]:
             "endMono": resumed,
             "ms": round(resumed - paused, 1),
             "gapMs": gap,
+            "retries": retries,
         },
     }
 

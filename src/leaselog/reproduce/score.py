@@ -25,7 +25,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   renewal truly failed and that never requested a stop (a lock library with no stop: python-redis-lock);
   completion_rejected; stale_write_accepted for a
   completion accepted after its own lease ended; release_failed where the release did not delete;
-  lease_settings; crash_takeover on an execution that did crash holding its lease, even when nothing took
+  lease_settings; concurrent_leases (outside a failover run) no longer than the time between the request
+  and the line that last confirmed the earlier lease (a pod that stalled there logged its lease's end as
+  much late); crash_takeover on an execution that did crash holding its lease, even when nothing took
   over (a true statement: the job was lost); second_attempt at info for an attempt the lock turned away
   or for the first execution;
   an uncertain finding below error whose figure is within max-skew + twice the largest clock offset.
@@ -316,6 +318,14 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
         return "a restarted pod, and the finding says a restart explains the step as well"
     if kind == "completion_rejected":
         return "a fenced or duplicate completion"
+    if kind == "concurrent_leases" and len(hit) == 2 and truth["plan"].get("fault") != "failover":
+        lag = _confirmation_lag(hit)
+        fig = f.get("durationMs")
+        if lag is not None and fig is not None and 0 <= fig <= lag + BASE_TOLERANCE_MS:
+            return (
+                f"the earlier lease's confirming line was written {lag:.0f} ms after its request: the logs "
+                "place that lease's end as much later than Redis did"
+            )
     if kind == "crash_takeover" and hit and hit[0].crashed and hit[0].acquired is not None:
         return "it did crash holding the lease (not taken over: the job was lost)"
     if kind == "renewal_failed" and any(r.get("late") for a in hit for r in a.renewals()):
@@ -367,6 +377,23 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
     ):
         return "uncertain, within the clock-offset bound"
     return None
+
+
+def _confirmation_lag(pair: list[Attempt]) -> float | None:
+    """How long after its request the line that last confirmed the earlier lease of `pair` (its
+    acquisition, or a renewal success before the later one's acquisition) was written. A pod that stalls
+    between Redis's reply and its line (a loaded machine) logs that confirmation, and so its lease's end,
+    as much late; no log can tell."""
+    first, later = sorted(pair, key=lambda a: a.acquired if a.acquired is not None else float("inf"))
+    if first.acquired is None or later.acquired is None:
+        return None
+    anchor = first.first("lock_acquired")
+    for r in first.renewals():
+        if r["monoMs"] <= later.acquired and r.get("renewalOutcome") == "success":
+            anchor = r
+    if anchor is None or "sentMonoMs" not in anchor:
+        return None
+    return float(anchor["monoMs"]) - float(anchor["sentMonoMs"])
 
 
 def _renewal_trouble(a: Attempt, truth: dict[str, Any]) -> str | None:

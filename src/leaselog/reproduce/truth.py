@@ -120,6 +120,13 @@ def measure(
         # did the pause land between A's last checkpoint and its write, as the scenario intends?
         comp = a.get("completion")
         measured["pauseBeforeWrite"] = bool(comp and comp["mono"] >= faults["pause"]["endMono"])
+        # a renewal sent before the pause and logged after it: Redis renewed long before the line says
+        start = faults["pause"]["startMono"]
+        measured["pauseInsideRenewal"] = any(
+            m.get("sentMonoMs", start) < start < m["monoMs"]
+            for m in moments.get(f"pod-{faults['pause']['role'].lower()}", [])
+            if m["event"] == "lease_renewal"
+        )
     if "stall" in faults:
         measured["stallMs"] = faults["stall"]["ms"]
     measured["stopDelayMs"] = {

@@ -218,6 +218,16 @@ class Worker:
         except redis.RedisError:
             pass  # a marker is for the scenario's timing; never let it change the worker's behaviour
 
+    def flag_renewal(self, on: bool) -> None:
+        """Set while a renewal is between its request and its line: a SIGSTOP landing there would let the
+        line (and the lease the logs show) come long after Redis renewed, so the harness pauses outside."""
+        key = marker(self.a.prefix, f"renewing:{self.a.role}")
+        with contextlib.suppress(redis.RedisError):
+            if on:
+                self.coord.set(key, "1", ex=600)
+            else:
+                self.coord.delete(key)
+
     def closed(self) -> bool:
         """The harness says no more triggers will come (a pod still waiting for one then leaves)."""
         return bool(self.a.close_marker and self.coord.exists(marker(self.a.prefix, self.a.close_marker)))
@@ -382,6 +392,8 @@ class Worker:
             # A renewal that fell due while the process was paused still runs once, even at shutdown, so
             # the log says whether this execution still held the lease when it woke; its owner check means
             # it can never extend anyone else's lease, and a late success never revives this attempt.
+            if a.flag_renewals:
+                self.flag_renewal(True)
             sent = mono_ms()
             outcome, late = "success", False
             try:
@@ -400,12 +412,15 @@ class Worker:
             self.log.emit(
                 "lease_renewal",
                 f"lease renewal {outcome}{' (late)' if late else ''}",
+                truth_extra={"sentMonoMs": round(sent, 3)},
                 renewalOutcome=outcome,
                 latencyMs=latency,
                 late=late or None,
                 # the entry's idle time was reset after the previous renewal's line (or none was)
                 entryKept=self.kept or None,
             )
+            if a.flag_renewals:
+                self.flag_renewal(False)
             self.kept = False
             if outcome == "success" and not late:
                 if self.entry_id is not None:

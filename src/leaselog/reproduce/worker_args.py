@@ -52,6 +52,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--slow-unit-ms", type=int, default=0)
     p.add_argument("--gap-ms", type=int, default=0)
     p.add_argument("--renew", action="store_true")
+    p.add_argument(
+        "--flag-renewals",
+        action="store_true",
+        help="keep a marker set while a renewal is between its request and its line (a harness pauses "
+        "the pod outside one)",
+    )
     p.add_argument("--fenced", action="store_true", help="same as --completion fenced")
     p.add_argument("--completion", choices=["none", "fenced", "idempotent", "plain"], default="none")
     p.add_argument("--die-after-trigger", action="store_true", help="SIGKILL itself before taking the lock")
