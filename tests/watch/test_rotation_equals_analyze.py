@@ -1,10 +1,13 @@
 """`leaselog watch` across a rotation: a file renamed away (`pod-a.jsonl` -> `pod-a.jsonl.1`) while its pod
-writes on to a new `pod-a.jsonl`, and copytruncate (the file copied to `pod-a.jsonl.1`, truncated to 0,
-written again). The final findings are `analyze`'s on the files left at the end (both pieces: analyze
+writes on to a new `pod-a.jsonl`, the same with the rotated piece compressed a moment later (delaycompress:
+`pod-a.jsonl.1.gz` appears, `pod-a.jsonl.1` goes), copytruncate (the file copied to `pod-a.jsonl.1`,
+truncated to 0, written again), and truncate and rewrite (truncated to 0, then written again from its first
+line: what was read is not read twice). The final findings are `analyze`'s on the files left at the end (both pieces: analyze
 reads `*.jsonl.1` in a folder), with execution ids and without."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import shutil
@@ -43,15 +46,28 @@ def _append(path: Path, lines: list[bytes]) -> None:
         fh.write(b"".join(lines))
 
 
-def _rotate(kind: str, live: Path) -> None:
+def _rotate(kind: str, live: Path, w: Watcher, written: list[bytes]) -> None:
     a = live / "pod-a.jsonl"
-    if kind == "rename":  # logrotate's default (create): the old file moves away, a new one is made
+    if kind in ("rename", "gz"):  # logrotate's default (create): the old file moves away, a new one is made
         a.rename(live / "pod-a.jsonl.1")
         a.write_bytes(b"")
-    else:  # copytruncate: a copy keeps what was written, the file itself goes back to 0
+    elif kind == "copytruncate":  # a copy keeps what was written, the file itself goes back to 0
         shutil.copyfile(a, live / "pod-a.jsonl.1")
         with a.open("r+b") as fh:
             fh.truncate(0)
+    else:  # rewrite: truncated (and seen so), then what it held written again
+        with a.open("r+b") as fh:
+            fh.truncate(0)
+        w.tick()
+        _append(a, written)
+
+
+def _compress(live: Path) -> None:
+    """logrotate's delaycompress, one rotation later: the rotated piece becomes a .gz."""
+    piece = live / "pod-a.jsonl.1"
+    with piece.open("rb") as src, gzip.open(live / "pod-a.jsonl.1.gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    piece.unlink()
 
 
 def _follow_with_rotation(tmp_path: Path, folder: Path, kind: str, ids: bool) -> tuple[bytes, list[str]]:
@@ -70,18 +86,24 @@ def _follow_with_rotation(tmp_path: Path, folder: Path, kind: str, ids: bool) ->
     while any(n * step < len(c) for c in contents.values()):
         for name, c in contents.items():
             if name == "pod-a.jsonl" and step == rotate_at:
-                _rotate(kind, live)
+                _rotate(kind, live, w, c[: n * step])
+            if name == "pod-a.jsonl" and step == rotate_at + 1 and kind == "gz":
+                _compress(live)
             _append(live / name, c[n * step : n * (step + 1)])
         w.tick()
         step += 1
     w.finish()
-    assert sorted(p.name for p in live.iterdir()) == ["pod-a.jsonl", "pod-a.jsonl.1", "pod-b.jsonl"]
+    rotated = {"gz": ["pod-a.jsonl.1.gz"], "rewrite": []}.get(kind, ["pod-a.jsonl.1"])
+    assert sorted(p.name for p in live.iterdir()) == sorted(["pod-a.jsonl", "pod-b.jsonl", *rotated])
     expected = leaselog.document(leaselog.analyze(str(live)))["findings"]
     return out.getvalue(), normalised(expected)
 
 
+KINDS = ["rename", "gz", "copytruncate", "rewrite"]
+
+
 @pytest.mark.parametrize("ids", [True, False], ids=["ids", "no-ids"])
-@pytest.mark.parametrize("kind", ["rename", "copytruncate"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_article_incident_rotated_halfway_gives_analyze_findings(
     tmp_path: Path, kind: str, ids: bool
 ) -> None:
@@ -90,7 +112,9 @@ def test_article_incident_rotated_halfway_gives_analyze_findings(
     assert "overlapping_executions" in kinds and "lease_outlived" in kinds  # the incident itself
     # the same findings, figures and lines; the evidence of pod-a's rotated lines names pod-a.jsonl, the
     # file they were read from (WATCH.md: a rotated-away file's lines keep the name it had)
-    assert final_findings(got) == [x.replace("pod-a.jsonl.1", "pod-a.jsonl") for x in expected]
+    assert final_findings(got) == [
+        x.replace("pod-a.jsonl.1.gz", "pod-a.jsonl").replace("pod-a.jsonl.1", "pod-a.jsonl") for x in expected
+    ]
 
 
 @pytest.mark.xfail(strict=True, reason="watch names a rotated file's lines by the path they were read at")
@@ -100,7 +124,7 @@ def test_rotated_lines_named_as_analyze_names_them(tmp_path: Path, kind: str) ->
     assert final_findings(got) == expected
 
 
-@pytest.mark.parametrize("kind", ["rename", "copytruncate"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_clean_log_rotated_halfway_gives_no_finding(tmp_path: Path, kind: str) -> None:
     folder = tmp_path / "clean"
     folder.mkdir()

@@ -5,7 +5,10 @@ call, as `Chunk`s (bytes ending with a newline, and the file line number of thei
 line without its newline yet is held back until the newline comes (or the input ends). A file whose inode
 changes was rotated: the rest of the old file is read through the handle still open on it, then the new
 file is read from its start as a new *generation* (its lines are numbered from 1 again). A file that
-shrinks was truncated (copytruncate): a new generation from its start. A `.gz` file is read once, when
+shrinks was truncated (copytruncate): a new generation from its start, unless what it is written with is
+what was read before (truncate and rewrite): while the new start matches the old one's first bytes the
+file is waited for, and once it holds as many bytes as were read and they hash alike it goes on where it
+was, nothing read twice. A `.gz` file is read once, when
 it decompresses completely (a gzip still being written is waited for). `-` is standard input, read by a
 thread (pipes and FIFOs give no inotify events).
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import hashlib
 import os
 import sys
 import threading
@@ -29,6 +33,7 @@ from typing import BinaryIO
 from leaselog.reading.sources import LOG_SUFFIXES
 
 READ_MAX = 8 * 1024 * 1024  # bytes taken from one input per poll: one loud file cannot starve the rest
+HEAD_BYTES = 4096  # a truncated file's first bytes kept to tell a rewrite of it from new content
 STDIN = "-"
 DISCOVER_S = 0.25
 STDIN_BUFFER = 4 * 1024 * 1024  # bytes of standard input read ahead of the loop at most
@@ -52,6 +57,17 @@ class Chunk:
     restart: bool = False  # the first chunk of a new generation (rotation, truncation)
 
 
+@dataclass(frozen=True)
+class Rewind:
+    """A truncated file's generation as it stood: restored when the file is written again with the same bytes."""
+
+    generation: int
+    lines: int
+    offset: int
+    head: bytes
+    digest: bytes
+
+
 @dataclass
 class Tail:
     """One followed input."""
@@ -66,6 +82,11 @@ class Tail:
     done: bool = False  # gz read, or stdin at EOF
     gz_size: int = -1  # size of a .gz at the last look: read once it decompresses
     fh: BinaryIO | None = field(default=None, repr=False)
+    # what this generation consumed (a file's): its first bytes and a hash of them all
+    head: bytes = b""
+    digest: hashlib.blake2b = field(default_factory=hashlib.blake2b, repr=False)
+    # truncated in place: the generation before, until the new content shows whether it is the same
+    before: Rewind | None = field(default=None, repr=False)
 
     @property
     def display(self) -> str:
@@ -237,6 +258,7 @@ class Follower:
             out.extend(self._drain_old(t, final=True))
             self._restart(t)
         elif t.fh is not None and st.st_size < t.offset:  # truncated in place
+            t.before = Rewind(t.generation, t.lines, t.offset, t.head, t.digest.digest())
             self._restart(t)
         if t.fh is None:
             try:
@@ -245,8 +267,36 @@ class Follower:
                 return out
             t.inode = os.fstat(t.fh.fileno()).st_ino
             t.offset = 0
+        if t.before is not None and not self._rewritten(t, st.st_size):
+            return out  # the same bytes so far: wait until the file shows whether it is a rewrite
         out.extend(self._read(t, restart=t.lines == 0 and t.generation > 0))
         return out
+
+    def _rewritten(self, t: Tail, size: int) -> bool:
+        """Whether the truncated file `t` can be read on: True once it is known to be new content (a new
+        generation from its start) or the old content written again (restored, read on from where it
+        was); False while its bytes so far are the old ones' first bytes."""
+        b = t.before
+        assert b is not None and t.fh is not None
+        t.fh.seek(0)
+        start = t.fh.read(min(len(b.head), size))
+        if start != b.head[: len(start)]:
+            t.before = None  # new content
+            return True
+        if size < b.offset:
+            return False
+        t.fh.seek(0)
+        h, left = hashlib.blake2b(), b.offset
+        while left > 0:
+            piece = t.fh.read(min(left, READ_MAX))
+            if not piece:
+                break
+            h.update(piece)
+            left -= len(piece)
+        t.before = None
+        if left == 0 and h.digest() == b.digest:
+            t.generation, t.lines, t.offset, t.head, t.digest = b.generation, b.lines, b.offset, b.head, h
+        return True
 
     def _restart(self, t: Tail) -> None:
         if t.fh is not None:
@@ -256,6 +306,7 @@ class Follower:
         t.generation += 1
         t.lines = 0
         t.offset = 0
+        t.head, t.digest = b"", hashlib.blake2b()
 
     def _drain_old(self, t: Tail, final: bool = False) -> list[Chunk]:
         if t.fh is None:
@@ -267,6 +318,9 @@ class Follower:
         t.fh.seek(t.offset)
         data = t.fh.read(READ_MAX)
         cut = len(data) if to_end else data.rfind(b"\n") + 1
+        if len(t.head) < HEAD_BYTES:
+            t.head += data[: min(cut, HEAD_BYTES - len(t.head))]
+        t.digest.update(data[:cut])
         return self._lines(t, data[:cut], restart)
 
     def _poll_gz(self, t: Tail, size: int) -> list[Chunk]:
