@@ -203,7 +203,104 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         pl.when(notacquired_end).then(pl.lit("error")).otherwise(pl.col("status")).alias("status"),
     )
     cols = ["_row", "job_id", "execution_id", "event", "released", "status"]
-    return df.update(both.select(cols), on="_row", include_nulls=True).sort("_row").drop("_row")
+    joined = df.update(both.select(cols), on="_row", include_nulls=True).sort("_row").drop("_row")
+    return redeliveries(joined)
+
+
+_RECEIVED = f"{NAME}/received"
+
+
+def redeliveries(raw: pl.DataFrame) -> pl.DataFrame:
+    """A task id received more than once: each receipt after the first is another delivery of the message
+    (the Redis transport restored it once its visibility timeout passed, or a lost worker's message was
+    put back), the execution of the Nth one `ID#N`, with its delivery count; a receipt while the previous
+    delivery had logged no end is the visibility timeout's (`trigger` `visibility_timeout`). The lines the
+    deliveries' tasks log (end, lock lines) go to the last receipt of the id before them in the same file.
+    A redelivered task that took no logged lock holds the message's lease: each receipt also acquires it
+    (`lock_acquired` on the task's job, its length the visibility timeout, never logged: `--lease-ttl`)."""
+    celery = pl.col("dialect") == NAME
+    receipt = celery & (pl.col("raw_event") == _RECEIVED) & pl.col("message_id").is_not_null()
+    counts = raw.filter(receipt).group_by("message_id").len().filter(pl.col("len") > 1)
+    if counts.is_empty():
+        return raw
+    df = raw.with_row_index("_row")
+    ids = counts["message_id"].implode()
+    receipts = (
+        df.filter(receipt & pl.col("message_id").is_in(ids))
+        .sort("message_id", "ts", "file_index", "line")
+        .with_columns(pl.int_range(1, pl.len() + 1).over("message_id").alias("_delivery"))
+    )
+    # the previous delivery's end before this receipt (its task id's end in the file that received it)
+    ends = (
+        df.filter(celery & (pl.col("event") == "job_finished") & pl.col("execution_id").is_in(ids))
+        .group_by("file_index", "execution_id")
+        .agg(pl.col("ts").min().alias("_ended"))
+    )
+    receipts = (
+        receipts.with_columns(pl.col("file_index").shift(1).over("message_id").alias("_prev_file"))
+        .join(
+            ends,
+            left_on=["_prev_file", "message_id"],
+            right_on=["file_index", "execution_id"],
+            how="left",
+        )
+        .with_columns(
+            pl.col("ts").shift(1).over("message_id").alias("_prev_ts"),
+        )
+        .with_columns(
+            (
+                (pl.col("_delivery") > 1) & (pl.col("_ended").is_null() | (pl.col("_ended") > pl.col("ts")))
+            ).alias("_unfinished")
+        )
+    )
+    named = pl.when(pl.col("_delivery") > 1).then(pl.format("{}#{}", "message_id", "_delivery"))
+    receipts = receipts.with_columns(
+        pl.coalesce(named, pl.col("message_id")).alias("execution_id"),
+        pl.col("_delivery").cast(pl.String).alias("delivery_count"),
+        pl.when(pl.col("_unfinished"))
+        .then(pl.lit("visibility_timeout"))
+        .otherwise(pl.col("trigger"))
+        .alias("trigger"),
+    )
+    # the other lines of a delivered id: the last receipt of it before them in the same file
+    others = (
+        df.filter(~receipt & pl.col("dialect").is_not_null() & pl.col("execution_id").is_in(ids))
+        .select("_row", "file_index", "line", "execution_id")
+        .sort("line")
+        .join_asof(
+            receipts.select(
+                "file_index",
+                pl.col("message_id").alias("execution_id"),
+                pl.col("line").alias("_at"),
+                pl.coalesce(named, pl.col("message_id")).alias("_named"),
+            ).sort("_at"),
+            left_on="line",
+            right_on="_at",
+            by=["file_index", "execution_id"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(pl.col("_named").is_not_null())
+        .select("_row", pl.col("_named").alias("execution_id"))
+    )
+    updated = df.update(
+        pl.concat(
+            [receipts.select("_row", "execution_id", "delivery_count", "trigger"), others], how="diagonal"
+        ),
+        on="_row",
+    )
+    # the message's lease, for the ids whose lines name no lock of a lock library
+    locked = df.filter(pl.col("dialect").is_not_null() & ~celery & pl.col("execution_id").is_in(ids))
+    leased = receipts.filter(~pl.col("message_id").is_in(locked["execution_id"].implode()))
+    if leased.is_empty():
+        return updated.drop("_row")
+    added = updated.join(leased.select("_row"), on="_row", how="semi").with_columns(
+        pl.lit("lock_acquired").alias("event"),
+        pl.lit(None, pl.String).alias("trigger"),
+        *([pl.lit(-1, pl.Int64).alias("dup_record")] if "dup_record" in df.columns else []),
+    )
+    # each lease right after its receipt's own row (a stable sort by file and line keeps that order)
+    return pl.concat([updated, added]).sort("file_index", "line", maintain_order=True).drop("_row")
 
 
 DIALECT = Dialect(
