@@ -218,7 +218,7 @@ def test_columnar_and_per_line_paths_agree_on_any_mix(lines: list[bytes]) -> Non
     """The fast path is never a different reading: any mix of shapes, noise, BOMs and duplicate keys gives
     the same rows and counts read in bulk or one line at a time."""
     from leaselog.config import Settings
-    from leaselog.events import FieldMapper
+    from leaselog.reading.fields import FieldMapper
     from leaselog.reading.reader import Reader
     from leaselog.reading.sources import Source
 

@@ -46,7 +46,6 @@ from typing import IO, Any
 
 import polars as pl
 
-from leaselog.events import RAW_COLUMNS, FieldMapper
 from leaselog.reading.blocks import line_kinds, split_block
 from leaselog.reading.columnar import (
     BLOCK_BYTES,
@@ -57,6 +56,7 @@ from leaselog.reading.columnar import (
     cut_blocks,
     owned_lines,
 )
+from leaselog.reading.fields import RAW_COLUMNS, FieldMapper
 from leaselog.reading.formats import (
     BOM,
     FORMATS,

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from leaselog.events import RAW_COLUMNS
+from leaselog.reading.fields import RAW_COLUMNS
 from leaselog.reading.formats import Format
 
 MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
