@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, Protocol
 
 import orjson
 
@@ -54,6 +54,8 @@ RECORD_PATHS: dict[tuple[str, ...], tuple[bytes, ...] | None] = {
 }
 _LOKI_RESULT = ("data", "result", "[]")
 
+_FIRST_KEY = re.compile(rb'\{\s*"([^"]+)"\s*:\s*[\[{]')
+_ENVELOPE_KEYS = {b"events", b"hits", b"data", b"results", b"took", b"status", b"_scroll_id"}
 _WS = re.compile(rb"[ \t\r\n]*")
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _SCALAR = re.compile(rb'[^\s,:\[\]{}"]+')
@@ -62,15 +64,20 @@ _SKIP = re.compile(rb'(?:[^"{}\[\]]+|"(?:[^"\\]|\\.)*")*', re.DOTALL)
 _OPEN = {ord("{"): ord("}"), ord("["): ord("]")}
 
 
-def document(head: list[bytes], fh: IO[bytes], cap: int) -> Document | None:
+class Report(Protocol):
+    document: int | None  # a document's lines in the file (its records are what the report counts)
+
+
+def document(head: list[bytes], fh: IO[bytes], cap: int, report: Report | None = None) -> Document | None:
     """The document a file is, when it is one: `head` its first lines (already read from `fh`, each at
-    most `cap + 1` bytes: a longer first line is read again from the start, where the file can be)."""
+    most `cap + 1` bytes: a longer first line is read again from the start, where the file can be).
+    `report.document` is set to the document's lines once its records are read."""
     if not is_document(head):
         return None
     if any(len(h) > cap for h in head) and fh.seekable():
         fh.seek(0)
-        return Document(fh, b"")
-    return Document(fh, b"".join(h + b"\n" for h in head))
+        return Document(fh, b"", report)
+    return Document(fh, b"".join(h + b"\n" for h in head), report)
 
 
 def is_document(head: list[bytes]) -> bool:
@@ -91,7 +98,11 @@ def is_document(head: list[bytes]) -> bool:
     try:
         obj = orjson.loads(first)
     except orjson.JSONDecodeError:
-        # an object left open on its line: pretty-printed when the next line is one of its keys
+        # an object left open on its line (pretty-printed: the next line is one of its keys), or a
+        # response on one line with a broken record in it (it starts with an envelope's key)
+        m = _FIRST_KEY.match(first)
+        if m is not None and m.group(1) in _ENVELOPE_KEYS:
+            return True
         return len(lines) > 1 and lines[1][:1] == b'"' and not _is_json(lines[1])
     return isinstance(obj, dict) and is_envelope(obj)
 
@@ -137,8 +148,9 @@ class Document:
     """The records of one JSON document as `(line, bytes)`: each record's bytes (a line of evidence for
     the reader) and the line of the file it starts on."""
 
-    def __init__(self, fh: IO[bytes], start: bytes) -> None:
+    def __init__(self, fh: IO[bytes], start: bytes, report: Report | None = None) -> None:
         self.fh = fh
+        self.report = report
         self.buf = start
         self.eof = False
         self.pos = 0  # scan position in buf
@@ -238,13 +250,17 @@ class Document:
         yield from self.ahead
         self.ahead = []
         yield from self.it
+        if self.report is not None:
+            self.report.document = self.line - (self.buf[self.pos - 1 : self.pos] == b"\n")
 
     def _all(self) -> Iterator[tuple[int, bytes]]:
         try:
             yield from self._scan()
         except (_Broken, orjson.JSONDecodeError):
             # the rest is one broken record (its first MAX_REST bytes kept: what the reader says of it)
-            line, rest = self.line, [self.buf[self.pos :]]
+            # (from the top-level value's start when none of its records was taken yet)
+            start, line = self.top if self.top is not None else (self.pos, self.line)
+            rest = [self.buf[start:]]
             self.top, self.pos = None, len(self.buf)
             while self._more():
                 if sum(map(len, rest)) < MAX_REST:

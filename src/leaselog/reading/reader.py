@@ -273,7 +273,7 @@ class Reader:
                 shaped += 1
             if shaped >= SNIFF_LINES or len(head) >= MAX_HEAD_LINES:
                 break
-        doc = document(head, fh, self.max_line_bytes)  # one JSON document: its records, each at its line
+        doc = document(head, fh, self.max_line_bytes, report)  # one JSON document: its records, by line
         head = [r for _, r in doc.head(SNIFF_LINES)] if doc is not None else head
         name = self.forced_format or detect_format(head)
         if name is None and self.mapper.rules:
