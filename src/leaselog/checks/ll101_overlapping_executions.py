@@ -21,7 +21,6 @@ from leaselog.checks.frames import (
     at_file,
     completions,
     evidence,
-    ms_expr,
     one_or_two,
     pairs_of,
     skew_details,
@@ -29,6 +28,7 @@ from leaselog.checks.frames import (
 )
 from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.timebase import ms_expr
 from leaselog.unlogged_renewals import UNLOGGED
 
 _COLS = [
