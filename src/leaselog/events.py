@@ -15,9 +15,9 @@ from typing import Any
 import polars as pl
 import polars.selectors as cs
 
+from leaselog.clocks.undo import undo_clock_steps
 from leaselog.config import Settings, compile_rule
 from leaselog.dialect_rows import settle_lease_ends
-from leaselog.elapsed_clock import undo_clock_steps
 from leaselog.execution_keys import execution_gate, execution_keys
 from leaselog.execution_runs import ID, POD
 from leaselog.failovers import REJECTED_SCHEMA, empty_failovers, split_failovers

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.frames import steps_of
 from leaselog.checks.phrasing import durations, text
 from leaselog.checks.redeliveries import redelivered
 

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.clock_steps import execution_steps, steps_of
 from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.frames import steps_of
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.clocks.steps import execution_steps
 
 _KEYS = ["job_id", "execution_id"]
 

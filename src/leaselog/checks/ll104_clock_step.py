@@ -19,9 +19,8 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.causal import explained_by_steps
-from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, evidence
+from leaselog.checks.frames import details, evidence, steps_of
 from leaselog.checks.offsets import step_rows
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.execution_runs import UNTOLD_NAMES
@@ -116,7 +115,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         pl.max_horizontal("prev_at", "at").alias("end"),
         size.alias("duration_ms"),
         # a forward step between two runs that a restart of the process explains as well: the logs cannot
-        # tell which (leaselog.checks.clock_steps)
+        # tell which (leaselog.clocks.steps)
         pl.when(pl.col("restart_at").is_not_null())
         .then(pl.lit("uncertain"))
         .otherwise(pl.lit("certain"))
