@@ -324,4 +324,5 @@ def step_rows(ctx: CheckContext) -> pl.DataFrame:
         pl.lit(None, dtype=pl.Float64).alias("elapsed_ms"),
         pl.lit(None, dtype=pl.Float64).alias("prev_elapsed_ms"),
         pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("restart_at"),
+        pl.lit(0.0).alias("within_ms"),
     )

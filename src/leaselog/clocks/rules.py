@@ -49,8 +49,9 @@ def new_group(keys: list[str]) -> pl.Expr:
     return start
 
 
-def disagrees(drift: pl.Expr, jitter_ms: float) -> pl.Expr:
-    """True where a drift (wall-clock difference less elapsedMs difference, ms) is beyond the jitter."""
+def disagrees(drift: pl.Expr, jitter_ms: float | pl.Expr) -> pl.Expr:
+    """True where a drift (wall-clock difference less elapsedMs difference, ms) is beyond the jitter (a
+    number, or an expression: the jitter with the file's time resolution added, leaselog.clocks.resolution)."""
     return drift.abs() > jitter_ms
 
 
@@ -59,7 +60,7 @@ def is_timeline(agree: pl.Expr, disagree: pl.Expr) -> pl.Expr:
     return (agree >= 2) & (agree >= 2 * disagree)
 
 
-def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
+def spike(keys: list[str], jitter_ms: float | pl.Expr) -> pl.Expr:
     """True where `_off` (a drift beyond the jitter, in `_drift`) is one half of a spike: the next (or
     previous) pair of the same group drifts back by as much, within the jitter. One line out of step with
     both its neighbours is that line's own time, not a step of the clock. The frame is sorted by `keys`,
@@ -72,7 +73,7 @@ def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
     return (pl.col("_off") & (with_next.fill_null(False) | with_prev.fill_null(False))).fill_null(False)
 
 
-def same_step(jitter_ms: float) -> pl.Expr:
+def same_step(jitter_ms: float | pl.Expr) -> pl.Expr:
     """True on a detected step (rows sorted by `_p`, then `line`; columns `prev_line`, `line`, `_drift`)
     that is the one the row before it already shows: one clock steps for every thread of its pod, so two
     lanes of a pod's file (threads, executions) each see it between their own two lines, and those two

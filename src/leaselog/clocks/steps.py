@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.clocks.resolution import RESOLUTION_COLUMN, coarse_ms
 from leaselog.clocks.rules import (
     CLOSES,
     LIFECYCLE,
@@ -68,6 +69,9 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     # a forward step between two runs that a restart of the process explains as well (null: none can):
     # the moment the new process would have started (`at` less its elapsedMs)
     "restart_at": pl.Datetime("us", "UTC"),
+    # how far the step's true size may lie either side of `step_ms` through the file's time resolution
+    # alone (leaselog.clocks.resolution; 0: the times are as fine as the figures)
+    "within_ms": pl.Float64(),
 }
 
 # one execution's lines on one pod in one file (its lifecycle and its elapsedMs are compared along it)
@@ -132,6 +136,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     undone = pl.col("clock_step_ms") if "clock_step_ms" in events.columns else pl.lit(None, dtype=pl.Float64)
     fresh = pl.col("new_origin").fill_null(False) if "new_origin" in events.columns else pl.lit(False)
     container = pl.col("container_id") if "container_id" in events.columns else pl.lit(None, dtype=pl.String)
+    coarse = coarse_ms(pl.col(RESOLUTION_COLUMN)) if RESOLUTION_COLUMN in events.columns else pl.lit(0.0)
     logged = pl.col("t") + pl.duration(microseconds=(undone.fill_null(0.0) * 1000).round(0).cast(pl.Int64))
     x = (
         events.lazy()
@@ -150,6 +155,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             undone.fill_null(0.0).alias("_undo"),
             fresh.alias("_fresh"),
             container.alias("_c"),
+            coarse.alias("_coarse"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
             # other, whatever execution they are of); a log that names no thread is one lane per pod
             pl.col("thread").fill_null("").alias("_lane"),
@@ -228,7 +234,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             _prev("_ord", lanes).alias("prev_ord"),
         )
         .with_columns(ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
-        .filter(pl.col("back_ms") > jitter_ms)
+        .filter(pl.col("back_ms") > jitter_ms + pl.col("_coarse"))
     )
     # (b) consecutive lines of one execution whose wall clock disagrees with their elapsedMs
     keys = _GROUP
@@ -250,7 +256,9 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     )
     # elapsedMs is a timeline only where it never goes back and most steps agree with the wall clock
     # (an `elapsedMs` that is the duration of one operation agrees nowhere): a level shift, not noise
-    off = disagrees(pl.col("_drift"), jitter_ms)
+    # (beyond the jitter and the time resolution: truncated times disagree with elapsedMs by up to it)
+    tol = jitter_ms + pl.col("_coarse")
+    off = disagrees(pl.col("_drift"), tol)
     timeline = (
         e.group_by(keys)
         .agg(
@@ -263,9 +271,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     )
     # one line whose two sides disagree by opposite amounts is that line's own time (stamped late, a pause
     # between reading elapsedMs and the clock), not a step of the clock
-    e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(
-        spike(keys, jitter_ms).alias("_spike")
-    )
+    e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(spike(keys, tol).alias("_spike"))
     # (a row is told by its place in write order: one line can hold several records, an OTLP batch)
     back = back.join(e.filter("_spike").select("_ord"), on="_ord", how="anti")
     exact = (
@@ -313,14 +319,14 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             & begins.fill_null(False)
             & ~pl.col("_fresh")
             & (pl.col("elapsed_ms") >= pl.col("prev_elapsed_ms")).fill_null(False)
-            & (pl.col("step_ms") > jitter_ms).fill_null(False)
+            & (pl.col("step_ms") > tol).fill_null(False)
             & pl.col("_same_undo").fill_null(False)
         )
         .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
     exact = pl.concat([exact, moved.join(exact, on="_ord", how="anti")])
     exact = pl.concat([exact, jumps.join(exact, on="_ord", how="anti")])
-    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord", "_c")
+    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord", "_c", "_coarse")
     found = (
         exact.join(back.select("_ord", "back_ms"), on="_ord", how="left")
         .vstack(
@@ -351,7 +357,11 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         )
     )
     # a jump of (d) that no restart explains was undone (and found by (c)), or is none
-    found = _restart_at(found, x).filter(~pl.col("_jump") | pl.col("restart_at").is_not_null())
+    found = (
+        _restart_at(found, x)
+        .filter(~pl.col("_jump") | pl.col("restart_at").is_not_null())
+        .with_columns(pl.col("_coarse").fill_null(0.0).alias("within_ms"))
+    )
     return (
         found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
         .cast(pl.Schema(STEP_COLUMNS))
@@ -402,7 +412,7 @@ def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+def _one_per_step(found: pl.DataFrame, jitter: float) -> pl.DataFrame:
     """One row per step of a pod's clock: the lanes of a pod's file (its threads, its executions) that
     each saw it between two of their lines (spans that overlap, the same way, alike in size or one only a
     lower bound) show the same step; the one elapsedMs sized is kept, else the largest."""
@@ -414,6 +424,7 @@ def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     same_p = pl.col("_p") == pl.col("_p").shift(1)
     overlaps = pl.col("_po") < pl.col("_o").shift(1)
     d, d0 = pl.col("step_ms"), pl.col("step_ms").shift(1)
+    jitter_ms = jitter + pl.col("_coarse").fill_null(0.0)
     alike = ((d - d0).abs() <= jitter_ms) | (
         (d.sign() == d0.sign())
         & (

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.clocks.resolution import RESOLUTION_COLUMN, coarse_ms
 from leaselog.clocks.rules import (
     CLOSES,
     LIFECYCLE,
@@ -56,6 +57,8 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     pod = pl.col("pod").fill_null("")
     # the container instance, where the lines name it: another one on the pod is a restarted process
     container = pl.col("container_id") if "container_id" in df.columns else pl.lit(None, dtype=pl.String)
+    # what truncation alone makes the file's times disagree with elapsedMs by (leaselog.clocks.resolution)
+    coarse = coarse_ms(pl.col(RESOLUTION_COLUMN)) if RESOLUTION_COLUMN in df.columns else pl.lit(0.0)
     narrow = (
         df.lazy()
         .with_row_index("_row")
@@ -75,6 +78,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "event",
             "execution_id",
             container.alias("_c"),
+            coarse.alias("_coarse"),
             (pl.col("event") == PROCESS_STARTED).alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
@@ -168,12 +172,14 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         prev("_life").alias("_prev_life"),
         prev("execution_id").alias("_prev_x"),
     )
-    drift_off = disagrees(pl.col("_drift"), jitter_ms).fill_null(False)
+    # (a step only beyond the jitter and the time resolution: truncated times disagree by up to it)
+    tol = jitter_ms + pl.col("_coarse")
+    drift_off = disagrees(pl.col("_drift"), tol).fill_null(False)
     if not el.select(drift_off.any()).item():
         return none
     # a line whose two sides drift by opposite amounts is that line's own time (stamped late, a pause
     # between reading elapsedMs and the clock), not a step: it is left as logged
-    el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], jitter_ms).alias("_spike"))
+    el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], tol).alias("_spike"))
     # whether elapsedMs is a timeline is the logger's habit: it is judged over every lane of the job on
     # the pod in the file (one thread alone may log too few lines to tell)
     timeline = (
@@ -212,10 +218,10 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         el.join(timeline, on="_p", how="semi")
         .filter(pl.col("_off") & ~pl.col("_spike"))
         .join(restarts, on=["_p", "line"], how="anti")
-        .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el")
+        .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el", "_coarse")
         .sort("_p", "line")
     )
-    steps = steps.filter(~same_step(jitter_ms))
+    steps = steps.filter(~same_step(tol))
     # a step moves every line after it against every line before it (back to the step before): where an
     # earlier line of the job on the pod agrees with the step's first line, the line before it was of
     # another origin (two attempts of one pod interleaved without ids or threads), not a step
@@ -230,9 +236,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .join(steps.select("_s", "_p", "_since", "prev_line").join(at, on="_s"), on="_p")
         .filter((pl.col("line") >= pl.col("_since")) & (pl.col("line") < pl.col("prev_line")))
         .filter(
-            ~disagrees(
-                ms(pl.col("_tl") - pl.col("t_wall")) - (pl.col("_el") - pl.col("elapsed_ms")), jitter_ms
-            )
+            ~disagrees(ms(pl.col("_tl") - pl.col("t_wall")) - (pl.col("_el") - pl.col("elapsed_ms")), tol)
         )
         .select("_s")
         .unique()
@@ -253,7 +257,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .filter(
             ~disagrees(
                 ms(pl.col("_t") - pl.col("_prev_t")) - (pl.col("_e") - pl.col("_prev_el")) - pl.col("_drift"),
-                jitter_ms,
+                tol,
             )
         )
         .group_by("_s")
