@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["RESOLUTION_COLUMN", "coarse_ms", "time_resolution"]
+__all__ = ["RESOLUTION_COLUMN", "coarse_ms", "execution_resolution", "time_resolution"]
 
 RESOLUTION_COLUMN = "ts_resolution_ms"
 
@@ -86,3 +86,19 @@ def coarse_ms(resolution: pl.Expr) -> pl.Expr:
     (ms): the resolution where it is coarser than the millisecond figures are given in, else 0 (at 1 ms or
     finer the logger's jitter bound already covers the last digit)."""
     return pl.when(resolution > 1.0).then(resolution).otherwise(0.0).fill_null(0.0)
+
+
+def execution_resolution(events: pl.DataFrame) -> pl.DataFrame:
+    """(`job_id`, `execution_id`, `resolution_ms`) of each execution whose lines are written coarser than
+    1 ms: the coarsest of its lines' files (its moments are known to that, no finer)."""
+    if RESOLUTION_COLUMN not in events.columns:
+        return pl.DataFrame(
+            schema={"job_id": pl.String, "execution_id": pl.String, "resolution_ms": pl.Float64}
+        )
+    return (
+        events.lazy()
+        .filter(pl.col(RESOLUTION_COLUMN) > 1.0)
+        .group_by("job_id", "execution_id")
+        .agg(pl.col(RESOLUTION_COLUMN).max().alias("resolution_ms"))
+        .collect()
+    )
