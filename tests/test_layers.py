@@ -13,6 +13,10 @@ Layers, lowest first; a module imports only from its own layer or lower ones:
   facade       leaselog (the package's __init__: the notebook API re-exports engine and outputs)
   apps         watch/, reproduce/
   cli          cli/
+
+The engine has stages of its own, in the order the data flows (`STAGES`): a module imports only from its
+own stage or earlier ones, `reading/` from no later stage, and no check (`checks/llNNN_*`) from another
+check; what several checks read lives below them, in `facts/`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,52 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("persistence", ("leaselog.store",)),
 )
 RANK = {"engine": 0, "persistence": 1, "output": 2, "facade": 3, "apps": 4, "cli": 5}
+
+# The engine's stages, lowest first: (stage, module prefixes); a module is in the stage of its longest
+# matching prefix, and every engine module is in one.
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # data and small helpers every stage may read
+    (
+        "base",
+        (
+            "leaselog.vocabulary",
+            "leaselog.durations",
+            "leaselog.schema",
+            "leaselog.version",
+            "leaselog.values",
+            "leaselog.timebase",
+            "leaselog.write_order",
+            "leaselog.thread_spellings",
+            "leaselog.dialect_rows",
+            "leaselog.findings",
+        ),
+    ),
+    # the log shapes and the lock libraries' messages: tables the settings and the reader read
+    ("shapes", ("leaselog.reading.formats", "leaselog.reading.dialects")),
+    ("settings", ("leaselog.config",)),
+    ("reading", ("leaselog.reading",)),
+    ("events", ("leaselog.events",)),
+    ("clocks", ("leaselog.elapsed_clock", "leaselog.clocks")),
+    ("failovers", ("leaselog.failovers", "leaselog.fleet")),
+    ("identity", ("leaselog.execution_runs", "leaselog.execution_keys")),
+    ("ordering", ("leaselog.ordering",)),
+    ("reconstruction", ("leaselog.reconstruct", "leaselog.unlogged_renewals")),
+    ("facts", ("leaselog.facts",)),
+    ("checks", ("leaselog.checks",)),
+    ("finalize", ("leaselog.caveats", "leaselog.library_advice")),
+    # the stages composed, and what reads their result
+    (
+        "pipeline",
+        (
+            "leaselog.pipeline",
+            "leaselog.analysis",
+            "leaselog.spark",
+            "leaselog.inspection",
+            "leaselog.unread",
+        ),
+    ),
+)
+STAGE_RANK = {name: i for i, (name, _) in enumerate(STAGES)}
 
 # Known violations in files another piece of work is rewriting right now. Each entry is dated and names that
 # work; the lead removes it when that work lands (the test then fails on a stale entry, so none lingers).
@@ -181,6 +231,49 @@ def layer_of(module: str) -> str:
     return "engine"
 
 
+def stage_of(module: str) -> str | None:
+    """The engine stage `module` is in (None: none names it)."""
+    best: tuple[int, str] | None = None
+    for stage, prefixes in STAGES:
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and (best is None or len(p) > best[0]):
+                best = (len(p), stage)
+    return None if best is None else best[1]
+
+
+def unstaged(modules: dict[str, Path]) -> list[str]:
+    """Engine modules in no stage."""
+    return sorted(m for m in modules if layer_of(m) == "engine" and stage_of(m) is None)
+
+
+def stage_violations(found: list[Use]) -> list[str]:
+    """An engine module importing one of a later stage."""
+    out = set()
+    for u in found:
+        a, b = stage_of(u.importer), stage_of(u.module)
+        if a is not None and b is not None and STAGE_RANK[a] < STAGE_RANK[b]:
+            out.add(f"{u.importer} ({a}) imports {u.module} ({b}), line {u.line}")
+    return sorted(out)
+
+
+def is_check(module: str) -> bool:
+    """A check's own module (`leaselog.checks.llNNN_kind`)."""
+    import re
+
+    return re.fullmatch(r"leaselog\.checks\.ll\d{3}_\w+", module) is not None
+
+
+def check_violations(found: list[Use]) -> list[str]:
+    """A check importing another check."""
+    return sorted(
+        {
+            f"{u.importer} imports {u.module}, line {u.line}"
+            for u in found
+            if is_check(u.importer) and is_check(u.module)
+        }
+    )
+
+
 def layer_violations(found: list[Use]) -> list[str]:
     return sorted(
         {
@@ -243,6 +336,29 @@ def test_the_engine_imports_no_output(real: tuple[dict[str, Path], list[Use]]) -
     assert sorted({u.module for u in engine if layer_of(u.module) != "engine"}) == []
 
 
+def test_every_engine_module_is_in_a_stage(real: tuple[dict[str, Path], list[Use]]) -> None:
+    assert unstaged(real[0]) == []
+
+
+def test_each_stage_imports_only_those_before_it(real: tuple[dict[str, Path], list[Use]]) -> None:
+    assert stage_violations(real[1]) == []
+
+
+def test_reading_imports_no_later_stage(real: tuple[dict[str, Path], list[Use]]) -> None:
+    reading = [u for u in real[1] if u.importer.startswith("leaselog.reading")]
+    assert reading, "the reader is found"
+    later = {s for s, _ in STAGES[STAGE_RANK["reading"] + 1 :]}
+    assert (
+        sorted({u.module for u in reading if stage_of(u.module) in later or layer_of(u.module) != "engine"})
+        == []
+    )
+
+
+def test_no_check_imports_another(real: tuple[dict[str, Path], list[Use]]) -> None:
+    assert sum(is_check(m) for m in real[0]) >= 20
+    assert check_violations(real[1]) == []
+
+
 def test_no_private_name_across_modules(real: tuple[dict[str, Path], list[Use]]) -> None:
     assert private_violations(real[1]) == []
 
@@ -301,6 +417,32 @@ def test_an_engine_module_importing_an_output_is_found(tmp_path: Path) -> None:
         "leaselog.analysis (engine) imports leaselog.render.figures (output)",
         "leaselog.store (persistence) imports leaselog.cli.app (cli)",
     ]
+
+
+def test_stage_and_check_violations_are_found(tmp_path: Path) -> None:
+    modules = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "config.py": "",
+            "reading/__init__.py": "",
+            "reading/reader.py": "def f():\n    from leaselog.events import X\n",
+            "events.py": "from leaselog.reading.reader import f\n",
+            "checks/__init__.py": "",
+            "checks/ll701_lease_settings.py": "from leaselog.checks.ll102_lease_outlived import zombies\n",
+            "checks/ll102_lease_outlived.py": "def zombies(): ...\n",
+            "checks/frames.py": "",
+            "stray.py": "",
+        },
+    )
+    found = uses(modules)
+    assert [v.split(",")[0] for v in stage_violations(found)] == [
+        "leaselog.reading.reader (reading) imports leaselog.events (events)"
+    ]
+    assert [v.split(",")[0] for v in check_violations(found)] == [
+        "leaselog.checks.ll701_lease_settings imports leaselog.checks.ll102_lease_outlived"
+    ]
+    assert unstaged(modules) == ["leaselog.stray"]
 
 
 def test_private_names_across_modules_are_found(tmp_path: Path) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from leaselog.events import compact
-from leaselog.timebase import gathered
+from leaselog.timebase import compact, gathered
 
 
 def _chunked() -> pl.DataFrame:

@@ -17,8 +17,10 @@ import pytest
 
 import leaselog
 from leaselog.config import Settings
-from leaselog.events import FieldMapper, build_events
+from leaselog.events import build_events
+from leaselog.pipeline import events_of
 from leaselog.reading import reader as reader_mod
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.reader import Reader, ReadResult
 from leaselog.reading.sources import Source
 
@@ -179,7 +181,7 @@ def test_many_files_keep_their_own_lines_and_pods(tmp_path: Path) -> None:
     got = _read(paths, columnar=True)
     assert got.raw.group_by("file_index").len().sort("file_index")["len"].to_list() == [5, 5, 5]
     assert got.raw.filter(pl.col("file_index") == 2)["line"].to_list() == list(range(51, 56))
-    built = build_events(got.raw, None, Settings())
+    built = events_of(build_events(got.raw, None, Settings()), Settings())
     assert built.events.height == 15
 
 

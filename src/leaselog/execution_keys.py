@@ -1,7 +1,7 @@
 """Which events make one execution: its job, its id and its pod.
 
 An execution is identified by its pod and id: ids are often counted per pod (`1` on every pod), and `1`
-and `1.0` are the same number. Read by build_events before the events get their execution key, so the
+and `1.0` are the same number. A stage of `leaselog.pipeline` once the values are typed, so the
 reconstruction and the checks see one execution per pod.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.execution_runs import ID, ID_POD
-from leaselog.values import ENDS, STARTS, line_position
+from leaselog.execution_runs import ID, ID_POD, POD
+from leaselog.values import ENDS, STARTS, ends_before_start, line_position
 
 MAX_NOTES = 5  # notes of one kind listed one by one; the rest are counted
 
@@ -87,4 +87,32 @@ def execution_keys(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
         )
         .drop("_shared")
     )
+    return df, notes
+
+
+def execution_identity(df: pl.DataFrame, timezone: str) -> tuple[pl.DataFrame, list[str]]:
+    """Stage: each line's execution key, and how it was identified (`identity`); an id logged on two pods
+    is one execution per pod (with a note). A line without an execution id is held as its job and pod's
+    until the runs are cut out of them (leaselog.execution_runs, once every event of the job is at hand).
+    An execution whose end is timed before its start has its lines' `_why` say so."""
+    notes: list[str] = []
+    if df["execution_id"].null_count():  # (formatting a million ids only to keep none of them costs)
+        df = df.with_columns(
+            pl.when(pl.col("execution_id").is_null())
+            .then(pl.lit(POD, pl.Int8))
+            .otherwise(pl.lit(ID, pl.Int8))
+            .alias("identity"),
+            pl.col("execution_id").fill_null(pl.format("{}@{}", pl.col("job_id"), pl.col("pod"))),
+        )
+    else:
+        df = df.with_columns(pl.lit(ID, pl.Int8).alias("identity"))
+    shared, early = execution_gate(df, kept=pl.col("_why") == "")
+    if shared:
+        df, notes = execution_keys(df)
+    if early or shared:
+        back = ends_before_start(timezone, kept=pl.col("_why") == "")
+        df = df.with_columns(
+            pl.when(pl.col("_why") == "").then(back.fill_null("")).otherwise(pl.col("_why")).alias("_why")
+        )
+        # (a rejected line is no start to end before: the check sees only the kept ones)
     return df, notes

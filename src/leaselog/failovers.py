@@ -2,16 +2,16 @@
 `MASTER MODE enabled`, a Redis Cluster replica's `Failover election won`:
 leaselog.reading.dialects.redis_server): facts of the whole fleet, no job's.
 
-`build_events` takes the `lock_failover` rows out of the events (they belong to no job or execution) into
-a frame of their own (`FAILOVER_SCHEMA`), which reaches the checks with the fleet's other facts
-(`leaselog.fleet.FleetContext.failovers`): `concurrent_leases` cites the one between two leases.
+The pipeline's failovers stage (`split_failovers`) takes the `lock_failover` rows out of the events (they
+belong to no job or execution) into a frame of their own (`FAILOVER_SCHEMA`), which reaches the checks with
+the fleet's other facts (`leaselog.fleet.FleetContext.failovers`): `concurrent_leases` cites the one between
+two leases.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from leaselog.reading.dialects.redis_server import failover_addresses
 from leaselog.vocabulary import LOCK_FAILOVER
 
 __all__ = ["FAILOVER_SCHEMA", "REJECTED_SCHEMA", "empty_failovers", "split_failovers"]
@@ -34,6 +34,30 @@ FAILOVER_SCHEMA: dict[str, pl.DataType] = {
 REJECTED_SCHEMA: dict[str, pl.DataType] = {"file": pl.String(), "line": pl.Int64(), "reason": pl.String()}
 
 
+# (master name, previous primary, new primary) in each message that names them (`ip port` pairs), as the
+# redis-server dialect reads them (leaselog.reading.dialects.redis_server cites the messages)
+_SWITCH = r"^\+switch-master (\S+) (\S+) (\d+) (\S+) (\d+)$"
+_PROMOTED = r"^\+promoted-slave slave \S+ (\S+) (\d+) @ (\S+) (\S+) (\d+)$"
+_END = r"^\+failover-end master (\S+) (\S+) (\d+)$"
+
+
+def failover_addresses(message: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
+    """The master's name, the previous primary and the new one (`ip:port`) a failover line names (null
+    where it names none: a replica's `MASTER MODE enabled` is about the server that logs it)."""
+
+    def addr(pattern: str, ip: int, port: int) -> pl.Expr:
+        return pl.concat_str(
+            message.str.extract(pattern, ip), pl.lit(":"), message.str.extract(pattern, port)
+        )
+
+    master = pl.coalesce(
+        message.str.extract(_SWITCH, 1), message.str.extract(_PROMOTED, 3), message.str.extract(_END, 1)
+    )
+    previous = pl.coalesce(addr(_SWITCH, 2, 3), addr(_PROMOTED, 4, 5), addr(_END, 2, 3))
+    primary = pl.coalesce(addr(_SWITCH, 4, 5), addr(_PROMOTED, 1, 2))
+    return master, previous, primary
+
+
 def empty_failovers() -> pl.DataFrame:
     return pl.DataFrame(schema=FAILOVER_SCHEMA)
 
@@ -41,7 +65,7 @@ def empty_failovers() -> pl.DataFrame:
 def split_failovers(
     df: pl.DataFrame, offsets_ms: dict[str, float] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """`df` (build_events' frame: `t_wall` read, clock steps undone) without its `lock_failover` rows; those
+    """`df` (the typed events: `t_wall` read, clock steps undone) without its `lock_failover` rows; those
     rows as FAILOVER_SCHEMA (in time order, a pod's clock offset taken off as for every event); and the
     ones without a readable time as rejected (`file`, `line`, `reason`)."""
     mine = pl.col("event") == LOCK_FAILOVER

@@ -1,6 +1,8 @@
 """The analysis as stages any engine can run: read -> (fleet facts) -> per-job analysis -> fleet checks -> merge.
 
-    read_source(sources, settings)              -> SourceRead: events (+ line accounting, notes)
+    read_source(sources, settings)              -> SourceRead: events (+ line accounting, notes); the
+                                                   reader's rows become events in `events_of`'s stages:
+                                                   typed, clocks, failovers, identity, numbered, placed
     FleetContext.of(events) / .merge(parts)     -> the whole input's facts (`leaselog.fleet`)
     analyze_events(events, settings, fleet)     -> Part: executions, leases, renewals, findings of the
                                                    per-job checks, the fleet checks' partials
@@ -26,18 +28,24 @@ from leaselog.analysis import Analysis
 from leaselog.caveats import identity_caveats
 from leaselog.checks import REGISTRY, Check, CheckContext, run_checks
 from leaselog.checks.contract import Partial, as_findings
+from leaselog.clocks.undo import undo_clock_steps
 from leaselog.config import FRIENDLY_OPTIONS, Settings
-from leaselog.events import FieldMapper, build_events, compact
+from leaselog.events import Typed, build_events, split_rejected, why_unusable
+from leaselog.execution_keys import execution_identity
 from leaselog.execution_runs import identify_executions, identity_notes
-from leaselog.failovers import empty_failovers
+from leaselog.failovers import REJECTED_SCHEMA, empty_failovers, split_failovers
 from leaselog.findings import empty_findings, finalize
 from leaselog.fleet import FleetContext, Totals
 from leaselog.library_advice import library_advice
+from leaselog.ordering import number_events, place_events
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.reader import InputReport, ProgressFn, Reader
 from leaselog.reading.report import account_rejected
 from leaselog.reading.sources import InputError, Source, expand_sources
 from leaselog.reconstruct import reconstruct
 from leaselog.schema import schema as documented_schema
+from leaselog.timebase import compact
+from leaselog.vocabulary import PROCESS_STARTED
 
 MALFORMED_SCHEMA = dict(documented_schema("malformed"))
 # a per-source read numbers its events from `source index << SEQ_BITS`: 2^40 events per source
@@ -45,6 +53,54 @@ SEQ_BITS = 40
 
 JOB_CHECKS: tuple[Check, ...] = tuple(c for c in REGISTRY if c.scope == "job")
 FLEET_CHECKS: tuple[Check, ...] = tuple(c for c in REGISTRY if c.scope == "fleet")
+
+
+@dataclass
+class BuiltEvents:
+    events: pl.DataFrame  # EVENT_SCHEMA
+    # rows rejected while typing (file, line, reason): a lease event without a usable timestamp, a value
+    # that cannot be what its field means, a time going back within one execution
+    rejected: pl.DataFrame
+    # what the reader of the output must know about how the events were read (shown as notes)
+    notes: list[str] = field(default_factory=list)
+    # file -> the zone its zone-less (local) timestamps were read in
+    local_time_files: dict[str, str] = field(default_factory=dict)
+    # the lock's Redis failing over (no job's: leaselog.failovers), in time order; and its lines without a
+    # usable timestamp (file, line, reason: never counted as lease events, so accounted apart)
+    failovers: pl.DataFrame = field(default_factory=empty_failovers)
+    failovers_rejected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REJECTED_SCHEMA))
+
+
+def events_of(typed: Typed, settings: Settings) -> BuiltEvents:
+    """The reader's rows typed (`events.build_events`) as canonical events, stage by stage. The call takes
+    the typed frame over: each column a stage replaces is freed."""
+    df, typed.frame = typed.frame, pl.DataFrame()
+    df = clocks(df, settings)
+    # the lock's Redis failing over is no job's: a fact of the fleet
+    df, failovers, failovers_rejected = split_failovers(df, settings.clock_offsets_ms)
+    df, unreadable = why_unusable(df, typed.reasons)
+    df, shared = execution_identity(df, settings.timezone)
+    df, rejected = split_rejected(df)
+    events = place_events(number_events(df), settings.clock_offsets_ms)
+    return BuiltEvents(
+        events=events,
+        rejected=rejected,
+        notes=[*typed.notes, *unreadable, *shared],
+        local_time_files=typed.local_time_files,
+        failovers=failovers,
+        failovers_rejected=failovers_rejected,
+    )
+
+
+def clocks(df: pl.DataFrame, settings: Settings) -> pl.DataFrame:
+    """Stage: a wall clock that stepped inside an execution is read with the step undone (its own
+    elapsedMs shows it): the lines after a step back are then no end before their start, and durations
+    hold. A process's start (Spring Boot's start-up line) only told the clock where `elapsedMs` counts
+    from anew: it is no lease event, and no job's."""
+    df = undo_clock_steps(df, settings.clock_jitter_ms)
+    if (started := df["event"] == PROCESS_STARTED).any():
+        df = df.filter(~started)
+    return df
 
 
 @dataclass
@@ -84,7 +140,7 @@ def read_source(
     # the raw string columns are as large as the typed events made from them: hold only one of the two
     # (the call takes the only reference, so build_events frees each raw column it replaces)
     del read
-    built = build_events(raws.pop(), None, settings)
+    built = events_of(build_events(raws.pop(), None, settings), settings)
     if built.rejected.height:
         account_rejected(built.rejected, built.events, inputs, malformed_rows)
     if built.failovers_rejected.height:

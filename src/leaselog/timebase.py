@@ -103,3 +103,10 @@ def pseudo_times(df: pl.DataFrame) -> pl.DataFrame:
         t_out.append(base + int(t))
     rest = rest.with_columns(pl.Series("t", t_out, dtype=pl.Int64).cast(pl.Datetime("us", "UTC")))
     return pl.concat([wall, rest], how="vertical").sort("seq")
+
+
+def ms_expr(a: str | pl.Expr, b: str | pl.Expr) -> pl.Expr:
+    """Milliseconds from a to b (columns or expressions), as a float."""
+    ea = pl.col(a) if isinstance(a, str) else a
+    eb = pl.col(b) if isinstance(b, str) else b
+    return (eb - ea).dt.total_microseconds() / 1000

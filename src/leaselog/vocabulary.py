@@ -1,5 +1,5 @@
 """The event vocabulary: the canonical event names, the aliases that map onto them, and the source keys
-each canonical field is read from. Data only: the reader, the field mapper (leaselog.events) and the
+each canonical field is read from. Data only: the reader, the field mapper (leaselog.reading.fields) and the
 settings' validation (leaselog.config) all read it.
 """
 

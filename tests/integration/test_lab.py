@@ -22,7 +22,7 @@ from leaselog.reproduce.campaign import NO_IDS, differences, run_campaign, signa
 from leaselog.reproduce.lab import FAULTS, PATHS, draw
 from leaselog.reproduce.layouts import LAYOUTS
 from leaselog.reproduce.plan import plan_from_dict
-from leaselog.reproduce.score import RunScore, expectations, score, tolerance
+from leaselog.reproduce.score import HANDOFF_STEP, RunScore, expectations, score, tolerance
 
 # -- hand-made truths ------------------------------------------------------------------------------------
 
@@ -216,6 +216,48 @@ def test_an_unjustified_finding_is_false(finding: dict[str, Any], why: str) -> N
     assert rs.failed
     falses = [i for i in rs.items if i.status == "false"]
     assert [(i.kind, why in i.why) for i in falses] == [(finding["kind"], True)]
+
+
+def _with_handoffs() -> dict[str, Any]:
+    """The article's run with pod-a's clock stepped 1.5 s forward at 5 s, then two clean handoffs."""
+    truth = dict(ARTICLE)
+    truth["clocks"] = {"pod-a": [{"fromMono": None, "offsetMs": 0}, {"fromMono": 5000, "offsetMs": 1500}]}
+    truth["handoffs"] = [
+        {"job": "report-1-h1", "first": "pod-a", "second": "pod-b", "fired": [], "moments": {}},
+        {"job": "report-1-h2", "first": "pod-b", "second": "pod-a", "fired": [], "moments": {}},
+    ]
+    return truth
+
+
+def _on(job: str, f: dict[str, Any], pods: list[str]) -> dict[str, Any]:
+    return {**f, "jobId": job, "pods": pods}
+
+
+def test_a_clean_handoff_after_a_step_allows_no_alarm_but_the_stepped_clock() -> None:
+    truth = _with_handoffs()
+    ids = ["attempt-a", "attempt-b"]
+    # the stepped pod's clock may be reported on the handoff, at any level; information is no alarm
+    quiet = [
+        _on("report-1-h1", _f("clock_contradiction", ids, certainty="uncertain"), ["pod-a", "pod-b"]),
+        _on("report-1-h2", _f("clock_step", [], certainty="uncertain"), ["pod-a"]),
+        _on("report-1-h2", _f("second_attempt", ids, "info", trigger="scheduler"), ["pod-b", "pod-a"]),
+    ]
+    rs = score(truth, _doc(*RIGHT, *quiet))
+    assert not rs.failed
+    assert sum(i.status == "tolerated" and i.why == HANDOFF_STEP for i in rs.items) == 2
+    # an overlap on a handoff is false at any certainty, and so is another pod's clock
+    for f, pods in (
+        (_f("overlapping_executions", ids, "error", durationMs=900.0), ["pod-a", "pod-b"]),
+        (_f("concurrent_leases", ids, "warning", certainty="uncertain"), ["pod-a", "pod-b"]),
+        (_f("clock_step", [], certainty="uncertain"), ["pod-b"]),
+    ):
+        rs = score(truth, _doc(*RIGHT, _on("report-1-h1", f, pods)))
+        falses = [i for i in rs.items if i.status == "false"]
+        assert [(i.kind, "a clean handoff" in i.why) for i in falses] == [(f["kind"], True)]
+    # without handoffs in the truth, a finding on another job is none of the run's
+    assert not score(
+        ARTICLE, _doc(*RIGHT, _on("report-1-h1", _f("lease_outlived", ["x"], "error"), []))
+    ).failed
 
 
 def test_an_attempt_that_never_acquired_never_ran_at_any_severity() -> None:
@@ -434,19 +476,19 @@ def test_a_crash_taken_over_is_expected_with_its_takeover_figure() -> None:
 
 
 def test_differences_between_shapes() -> None:
-    ref = signature(_doc(*RIGHT), "report-1")
+    ref = signature(_doc(*RIGHT), ARTICLE)
     assert differences(ref, ref, 50) == []
     other = copy.deepcopy(RIGHT)
     other[0]["durationMs"] = 520.0
     other.append(RIGHT[2])
-    diffs = differences(ref, signature(_doc(*other), "report-1"), 50)
+    diffs = differences(ref, signature(_doc(*other), ARTICLE), 50)
     assert len(diffs) == 2
     assert "stale_release attempt-a (warning, certain, ): 1 in flat, 2 here" in diffs
     # the same finding from merged pods (GELF's app name in `host`) or with another certainty differs too
     merged = copy.deepcopy(RIGHT)
     merged[0]["pods"] = ["report-worker"]
     merged[1]["certainty"] = "uncertain"
-    assert len(differences(ref, signature(_doc(*merged), "report-1"), 50)) == 4
+    assert len(differences(ref, signature(_doc(*merged), ARTICLE), 50)) == 4
 
 
 def test_draws_are_reproducible_and_cover_the_space() -> None:
@@ -460,6 +502,13 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
     assert fo and all(p.layout == "pods" and p.kinds == ("failover",) for p in fo)
     assert all(p.pods[1].fire_ms is not None and p.pods[1].fire_ms > p.fault_at_ms + p.fault_ms for p in fo)
     steps = [p.clock_step_ms for p in plans if "clock_step" in p.kinds]
+    # a clock-step run goes on with two clean handoffs between its stepped pod and another, with and
+    # without elapsedMs; no other run has any
+    handed = [p for p in plans if p.handoffs]
+    assert all(p.handoffs[0] == p.clock_step_role != p.handoffs[1] for p in handed)
+    assert {p.handoff_elapsed for p in handed} == {True, False}
+    assert all(p.handoffs or not p.clock_step_ms or len(p.pods) < 2 for p in plans)
+    assert all(not p.handoffs for p in plans if not p.clock_step_ms)
     assert min(steps) < 0 < max(steps) and all(500 <= abs(s) <= 3000 for s in steps)
     assert {q.path for p in plans if p.layout == "pods" for q in p.pods[1:]} == set(PATHS)
     assert {p.shape for p in plans} == set(shapes.SHAPES)

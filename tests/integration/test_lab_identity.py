@@ -221,9 +221,31 @@ def test_executions_are_matched_to_true_attempts_by_pod_and_time() -> None:
     ).with_columns(pl.col("first_seen", "last_seen").cast(pl.Datetime("ms", "UTC")))
     names = true_names(truth, ex)
     # the logged times are the pod's skewed clock: pod-a's lines are 20 ms ahead of the true wall time
-    assert names == {"1": "attempt-a", "2": "attempt-a2", "report-1@pod-a": "attempt-a", "1b": "attempt-b"}
-    doc = {"findings": [{"kind": "overlapping_executions", "executionIds": ["1", "2"]}]}
+    assert names == {
+        ("report-1", "1"): "attempt-a",
+        ("report-1", "2"): "attempt-a2",
+        ("report-1", "report-1@pod-a"): "attempt-a",
+        ("report-1", "1b"): "attempt-b",
+    }
+    doc = {"findings": [{"kind": "overlapping_executions", "jobId": "report-1", "executionIds": ["1", "2"]}]}
     assert translate(doc, names)["findings"][0]["executionIds"] == ["attempt-a", "attempt-a2"]
+    # the same logged id in another job is another execution: not renamed by this job's names
+    other = {"findings": [{"kind": "second_attempt", "jobId": "report-9", "executionIds": ["1", "2"]}]}
+    assert translate(other, names)["findings"][0]["executionIds"] == ["1", "2"]
+    # a clean handoff's job: one attempt per pod, named by the pod
+    truth["handoffs"] = [
+        {"job": "report-1-h1", "moments": {"pod-a": [m("lock_acquired", t0 + 5000, "attempt-a")]}}
+    ]
+    h = pl.DataFrame(
+        {
+            "job_id": ["report-1-h1"],
+            "execution_id": ["report-1-h1@pod-a#1"],
+            "pod": ["pod-a"],
+            "first_seen": [t0 + 5000],
+            "last_seen": [t0 + 5000],
+        }
+    ).with_columns(pl.col("first_seen", "last_seen").cast(pl.Datetime("ms", "UTC")))
+    assert true_names(truth, h) == {("report-1-h1", "report-1-h1@pod-a#1"): "attempt-a"}
     assert doc["findings"][0]["executionIds"] == ["1", "2"]  # the document itself is left alone
 
 

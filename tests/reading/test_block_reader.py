@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from leaselog.config import Settings
-from leaselog.events import FieldMapper
 from leaselog.reading import reader as reader_mod
 from leaselog.reading.columnar import any_literal
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.reader import Reader, ReadResult
 from leaselog.reading.sources import Source
 

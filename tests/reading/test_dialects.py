@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from leaselog.config import Settings
-from leaselog.events import FieldMapper
 from leaselog.reading.dialects import DIALECTS, Dialect, Sample, match_message
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.formats import line_format
 from leaselog.reading.reader import Reader
 from leaselog.reading.sources import expand_sources
@@ -136,7 +136,7 @@ def test_a_library_line_in_a_json_file_read_on_the_columnar_path(tmp_path: Path)
 
 
 def test_inspect_says_which_dialect_read_which_lines() -> None:
-    from leaselog.reading.inspect import inspect_file
+    from leaselog.inspection import inspect_file
 
     sample = Path(__file__).resolve().parents[2] / "sample_logs" / "dialects" / "shedlock" / "pod-b.log"
     ins = inspect_file(sample)

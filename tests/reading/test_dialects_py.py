@@ -8,8 +8,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from leaselog.events import RAW_COLUMNS
 from leaselog.reading.dialects import BY_NAME, Dialect
+from leaselog.reading.fields import RAW_COLUMNS
 from leaselog.reading.formats import line_format
 
 MINE = ("python-redis-lock", "celery", "k8s-leader-election")
@@ -153,7 +153,7 @@ def test_joins_leave_empty_and_foreign_frames_alone() -> None:
 )
 def test_a_malformed_line_is_located_and_its_neighbours_read(tmp_path: Any, good: str, bad: str) -> None:
     from leaselog.config import Settings
-    from leaselog.events import FieldMapper
+    from leaselog.reading.fields import FieldMapper
     from leaselog.reading.reader import Reader
     from leaselog.reading.sources import expand_sources
 
@@ -173,7 +173,7 @@ def test_a_lost_worker_s_quoted_traceback_is_a_continuation(tmp_path: Any) -> No
     # as celery 5.7.0 logs a pool process killed mid-task (billiard 4.3.2 wraps the pool's traceback in
     # `\n"""\n...\n"""`): every line of the block belongs to the error record above it
     from leaselog.config import Settings
-    from leaselog.events import FieldMapper
+    from leaselog.reading.fields import FieldMapper
     from leaselog.reading.reader import Reader
     from leaselog.reading.sources import expand_sources
 

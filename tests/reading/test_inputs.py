@@ -21,9 +21,9 @@ import pytest
 import leaselog
 from leaselog.cli import main
 from leaselog.config import Settings
-from leaselog.events import FieldMapper
+from leaselog.inspection import inspect_file
 from leaselog.reading import reader as reader_mod
-from leaselog.reading.inspect import inspect_file
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.reader import Reader, ReadResult
 from leaselog.reading.sources import Source, expand_sources
 

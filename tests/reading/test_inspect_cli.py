@@ -10,8 +10,8 @@ import shapes
 
 from leaselog.cli import main
 from leaselog.config import Settings, load_config_file
+from leaselog.inspection import describe_formats, inspect_file
 from leaselog.reading.formats import FORMATS
-from leaselog.reading.inspect import describe_formats, inspect_file
 
 CUSTOM = shapes.OUT / "custom"
 

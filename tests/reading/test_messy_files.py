@@ -11,7 +11,7 @@ import pytest
 
 import leaselog
 from leaselog.config import Settings
-from leaselog.events import FieldMapper
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.formats import detect_format, is_noise, line_format
 from leaselog.reading.formats.console import console_record
 from leaselog.reading.reader import Reader, ReadResult
@@ -393,7 +393,7 @@ def test_forced_format_reads_no_other_shape(tmp_path: Path) -> None:
 
 
 def test_inspect_shows_the_keys_of_lines_in_another_shape_than_the_first_guess() -> None:
-    from leaselog.reading.inspect import inspect_file
+    from leaselog.inspection import inspect_file
 
     ins = inspect_file(DEMO / "terminal-a.log")
     assert ins.format == "spring-console" and ins.report.used == 4  # (3 lease lines, 1 start-up line)

@@ -43,7 +43,9 @@ def check(lines: list[bytes], fmt: str | None = None, name: str = "x.log") -> le
         p.write_bytes(b"".join(line + b"\n" for line in lines))
         a = leaselog.analyze(p, format=fmt)
     (r,) = a.input_reports
-    assert r.used + r.ignored + r.malformed == r.lines == len(lines), (r, fmt)
+    assert r.used + r.ignored + r.malformed == r.lines, (r, fmt)
+    # a file that is one JSON document counts its records: each is one line of evidence
+    assert r.lines == len(lines) if r.document is None else r.document <= len(lines), (r, fmt)
     assert a.malformed.height <= r.malformed
     return a
 
@@ -218,7 +220,7 @@ def test_columnar_and_per_line_paths_agree_on_any_mix(lines: list[bytes]) -> Non
     """The fast path is never a different reading: any mix of shapes, noise, BOMs and duplicate keys gives
     the same rows and counts read in bulk or one line at a time."""
     from leaselog.config import Settings
-    from leaselog.events import FieldMapper
+    from leaselog.reading.fields import FieldMapper
     from leaselog.reading.reader import Reader
     from leaselog.reading.sources import Source
 

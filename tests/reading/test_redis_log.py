@@ -134,7 +134,7 @@ def test_malformed_lines_are_counted_and_located_and_neighbours_read_alike(tmp_p
 
 
 def test_inspect_says_the_dialect_read_the_failover_lines(tmp_path: Path) -> None:
-    from leaselog.reading.inspect import inspect_file
+    from leaselog.inspection import inspect_file
 
     ins = inspect_file(_write(tmp_path, "redis-sentinel.log", SENTINEL))
     assert ins.format == "redis" and ins.event_count == 0

@@ -56,7 +56,7 @@ def findings_of(check: Check, ctx: CheckContext) -> pl.DataFrame:
     """One check's findings (`leaselog.findings.FINDING_SCHEMA`), not yet finalised.
 
     The detected rows (wide: every figure the message is phrased from) are dropped as soon as they are
-    findings; what several checks read is shared through `contract.derived` instead."""
+    findings; what several checks read is shared through `leaselog.facts` (or `contract.derived`) instead."""
     return as_findings(check, check.detect(ctx), ctx)
 
 

@@ -13,7 +13,9 @@ first's acquisition).
 What follows from such a handoff (`handoffs`):
 - the two leases were never valid at once (no `concurrent_leases` from the clock order);
 - when the later execution acquired after the release and the earlier one ended before its own release
-  (its own clock), the executions did not overlap either (no `overlapping_executions`);
+  (its own clock), the executions did not overlap either (no `overlapping_executions`); the same when the
+  execution logged second came first in truth (fencing tokens, or the smaller clock error), its own release
+  deleted the key inside its lease and it had ended before that release;
 - the contradiction itself is stated: by the step that explains it (`clock_step`), or on its own
   (`clock_contradiction`) when it is beyond the clock-skew bound.
 
@@ -94,9 +96,19 @@ def _handoffs(ex: pl.DataFrame) -> pl.DataFrame:
             differ.alias("by_tokens"),
         )
         .with_columns(
-            (pl.col("y_after") & (pl.col("end") <= pl.col("released_at")))
+            # the clock error the order taken needs (y before x: to y's deleting release, else to its
+            # acquisition)
+            pl.when(pl.col("y_after"))
+            .then(pl.col("contradiction_ms"))
+            .otherwise(pl.col("_alt_ms"))
+            .alias("contradiction_ms"),
+            # y after x: x had ended before its release, and y acquired after it; y before x: y's own
+            # deleting release inside its lease came before x's acquisition, and y had ended before it
+            pl.when(pl.col("y_after"))
+            .then(pl.col("end") <= pl.col("released_at"))
+            .otherwise(pl.col("held_y") & (pl.col("end_y") <= pl.col("released_at_y")))
             .fill_null(False)
-            .alias("no_overlap")
+            .alias("no_overlap"),
         )
         .drop("_alt_ms", "_alt_acq_ms", "held", "held_y")
         .sort("job_id", "acquired_at_y")
@@ -142,37 +154,73 @@ def contradiction_text(rows: pl.DataFrame) -> pl.Series:
         moments(rows.with_columns(pl.lit("wall").alias("_w")), "acquired_at_y", "_w").alias("_ya"),
         moments(rows.with_columns(pl.lit("wall").alias("_w")), "released_at", "_w").alias("_xr"),
     )
+    tokens = (
+        pl.when(pl.col("by_tokens"))
+        .then(
+            pl.format(
+                " (and the fencing tokens, {} then {}, agree)",
+                pl.when(pl.col("y_after")).then(text("fencing_token")).otherwise(text("fencing_token_y")),
+                pl.when(pl.col("y_after")).then(text("fencing_token_y")).otherwise(text("fencing_token")),
+            )
+        )
+        .otherwise(pl.lit(""))
+    )
+    apart = (
+        pl.when(pl.col("no_overlap") & pl.col("y_after"))
+        .then(
+            pl.format(
+                ", and {} had ended before its release: the executions did not overlap", text("execution_id")
+            )
+        )
+        .when(pl.col("no_overlap"))
+        .then(
+            pl.format(
+                ", and {} had ended before its own release: the executions did not overlap",
+                text("execution_id_y"),
+            )
+        )
+        .otherwise(pl.lit(""))
+    )
     return rows.select(
-        pl.format(
-            "The clocks put {}'s acquisition of {} ({}, {}) {} before the release by {} ({}, {}) that deleted "
-            "the key, but Redis hands a key out only once it is free: the release came first{}, so at least one "
-            "clock or one line is wrong. No two leases were valid at once{}.",
-            text("execution_id_y"),
-            text("job_id"),
-            text("pod_y"),
-            "_ya",
-            "_c",
-            text("execution_id"),
-            text("pod"),
-            "_xr",
-            pl.when(pl.col("by_tokens"))
-            .then(
-                pl.format(
-                    " (and the fencing tokens, {} then {}, agree)",
-                    text("fencing_token"),
-                    text("fencing_token_y"),
-                )
+        pl.when(pl.col("y_after"))
+        .then(
+            pl.format(
+                "The clocks put {}'s acquisition of {} ({}, {}) {} before the release by {} ({}, {}) that "
+                "deleted the key, but Redis hands a key out only once it is free: the release came first{}, so "
+                "at least one clock or one line is wrong. No two leases were valid at once{}.",
+                text("execution_id_y"),
+                text("job_id"),
+                text("pod_y"),
+                "_ya",
+                "_c",
+                text("execution_id"),
+                text("pod"),
+                "_xr",
+                tokens,
+                apart,
             )
-            .otherwise(pl.lit("")),
-            pl.when(pl.col("no_overlap"))
-            .then(
-                pl.format(
-                    ", and {} had ended before its release: the executions did not overlap",
-                    text("execution_id"),
-                )
+        )
+        .otherwise(
+            pl.format(
+                "The clocks put {}'s acquisition of {} ({}, {}) inside {}'s lease ({}), which its release at {} "
+                "deleting the key proves unbroken, but Redis hands a key out only once it is free: {}'s lease "
+                "came before {}'s acquisition{}, so at least one clock or one line is wrong, by {} or more. No "
+                "two leases were valid at once{}.",
+                text("execution_id_y"),
+                text("job_id"),
+                text("pod_y"),
+                "_ya",
+                text("execution_id"),
+                text("pod"),
+                "_xr",
+                text("execution_id_y"),
+                text("execution_id"),
+                tokens,
+                "_c",
+                apart,
             )
-            .otherwise(pl.lit("")),
-        ).alias("contradiction_text")
+        )
+        .alias("contradiction_text")
     ).to_series()
 
 

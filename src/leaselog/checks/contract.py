@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -53,9 +53,11 @@ class CheckContext:
     # the whole input's facts (`leaselog.fleet`) when these frames are one part of it; None: these frames
     # are the whole input, and the facts are computed from them (`fleet_of`)
     fleet: FleetContext | None = None
-    # frames several checks derive the same way (e.g. `completions`, LL102's zombies),
+    # frames several checks derive the same way (e.g. `completions`),
     # derived once per analysis
     derived: dict[str, pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
+    # the facts of `leaselog.facts` derived so far (fact -> its frame)
+    facts: dict[Callable[..., Any], pl.DataFrame] = field(default_factory=dict, compare=False, repr=False)
 
 
 Detect = Callable[[CheckContext], pl.DataFrame]

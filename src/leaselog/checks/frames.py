@@ -38,13 +38,6 @@ def at_file(*names: str, suffix: str = "") -> pl.Expr:
     return expr
 
 
-def ms_expr(a: str | pl.Expr, b: str | pl.Expr) -> pl.Expr:
-    """Milliseconds from a to b (columns or expressions), as a float."""
-    ea = pl.col(a) if isinstance(a, str) else a
-    eb = pl.col(b) if isinstance(b, str) else b
-    return (eb - ea).dt.total_microseconds() / 1000
-
-
 def pairs_of(
     x: pl.DataFrame,
     on: list[str],

@@ -21,7 +21,6 @@ from leaselog.checks.frames import (
     at_file,
     completions,
     evidence,
-    ms_expr,
     one_or_two,
     pairs_of,
     skew_details,
@@ -35,6 +34,7 @@ from leaselog.checks.resolution import (
     resolution_note,
     with_resolution,
 )
+from leaselog.timebase import ms_expr
 from leaselog.unlogged_renewals import UNLOGGED
 
 _COLS = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.causal import step_certainty, step_columns, step_note, with_step
-from leaselog.checks.contract import Check, CheckContext, derived
+from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import at_file, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.checks.resolution import (
@@ -22,49 +22,14 @@ from leaselog.checks.resolution import (
     resolution_note,
     with_resolution,
 )
-from leaselog.reconstruct import elapsed_bounds
+from leaselog.facts.zombies import zombies
 from leaselog.unlogged_renewals import UNLOGGED
-
-
-def zombies(executions: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """Executions whose last moment alive lies after their lease's expiry (not after a release). A lease
-    whose renewals went unlogged expired by the next holder's acquisition at the latest (`expires_at`):
-    the zombie measured from there is a lower bound."""
-    return (
-        executions.filter(
-            pl.col("expires_at").is_not_null() & pl.col("lease_end").is_in(["expired", UNLOGGED])
-        )
-        # (elapsed_bounds reads only the events without a wall clock: picked out by the lazy engine, which
-        # scans the event frame several times faster than an eager filter)
-        .join(
-            elapsed_bounds(events.lazy().filter(pl.col("clock") != "wall").collect()),
-            on=["job_id", "execution_id"],
-            how="left",
-        )
-        .with_columns(
-            # without a wall clock, measure on the pod's own elapsedMs: end - acquire - lease length
-            pl.when(
-                (pl.col("clock") != "wall")
-                & pl.col("end_elapsed_ms").is_not_null()
-                & pl.col("acquired_elapsed_ms").is_not_null()
-            )
-            .then(
-                pl.col("end_elapsed_ms")
-                - pl.col("acquired_elapsed_ms")
-                - (pl.col("expires_at") - pl.col("acquired_at")).dt.total_microseconds() / 1000
-            )
-            .otherwise((pl.col("end") - pl.col("expires_at")).dt.total_microseconds() / 1000)
-            .alias("zombie_ms")
-        )
-        .filter(pl.col("zombie_ms") > 0)
-        .sort("job_id", "expires_at")
-    )
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
     """One row per zombie (the executions `zombies` gives, in its order: job, expiry), with the first
     other acquisition of the key after this one's (`next_*`, `taken_over` when it came while it ran)."""
-    z = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events))
+    z = zombies(ctx)
     # only what the findings are made of goes through the joins below (executions have ~80 columns)
     z = z.select(
         "job_id", "execution_id", "timeline", "pod", "clock", "ttl_ms", "renewals", "end_kind", "acquired_at",

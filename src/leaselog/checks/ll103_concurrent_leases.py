@@ -40,12 +40,12 @@ from leaselog.checks.frames import (
     isoformat,
     json_object,
     json_value,
-    ms_expr,
     one_or_two,
     pairs_of,
 )
 from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.timebase import ms_expr
 
 _COLS = [
     "execution_id",

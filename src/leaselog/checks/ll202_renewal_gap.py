@@ -26,11 +26,12 @@ import orjson
 import polars as pl
 
 from leaselog.checks.contract import DETECTED, Check, CheckContext
-from leaselog.checks.frames import events_where, ms_expr
+from leaselog.checks.frames import events_where
 from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Severity
 from leaselog.reconstruct import EXEC_KEYS, WORK_EVENTS
+from leaselog.timebase import ms_expr
 
 CODE = "LL202"
 KIND = "renewal_gap"

@@ -18,9 +18,10 @@ from dataclasses import replace
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, events_where, evidence, ms_expr
+from leaselog.checks.frames import details, events_where, evidence
 from leaselog.checks.phrasing import durations, moments, renewal_phrases, text
 from leaselog.reconstruct import WORK_EVENTS
+from leaselog.timebase import ms_expr
 
 
 def unhandled(executions: pl.DataFrame) -> pl.DataFrame:

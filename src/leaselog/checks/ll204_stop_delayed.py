@@ -14,45 +14,10 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import STOP_STATUSES, details, evidence, ms_expr
+from leaselog.checks.frames import STOP_STATUSES, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.durations import format_duration
-
-
-def stop_delays(executions: pl.DataFrame) -> pl.DataFrame:
-    """Every execution with a stop request or explicit ownership loss, with the delay until it ended.
-
-    `confirmed` says whether a job_stopped/job_finished after the request ends the delay; otherwise the
-    delay runs to the last work line seen after the request (a lower bound).
-    """
-    x = executions.with_columns(
-        pl.coalesce("stop_requested_at", "ownership_lost_at").alias("stop_from"),
-        pl.when(pl.col("stop_requested_at").is_not_null())
-        .then(pl.col("stop_requested_line"))
-        .otherwise(pl.col("ownership_lost_line"))
-        .alias("stop_from_line"),
-        pl.when(pl.col("stop_requested_at").is_not_null())
-        .then(pl.col("stop_requested_file"))
-        .otherwise(pl.col("ownership_lost_file"))
-        .alias("stop_from_file"),
-        pl.when(pl.col("stop_requested_at").is_not_null())
-        .then(pl.lit("stop request"))
-        .otherwise(pl.lit("ownership loss"))
-        .alias("stop_from_kind"),
-    ).filter(pl.col("stop_from").is_not_null())
-    confirmed = pl.col("ended_at").is_not_null() & (pl.col("ended_at") >= pl.col("stop_from"))
-    return x.with_columns(
-        confirmed.alias("confirmed"),
-        pl.when(confirmed).then(pl.col("ended_at")).otherwise(pl.col("last_work_at")).alias("stop_to"),
-        pl.when(confirmed)
-        .then(pl.col("ended_line"))
-        .otherwise(pl.col("last_work_line"))
-        .alias("stop_to_line"),
-        pl.when(confirmed)
-        .then(pl.col("ended_file"))
-        .otherwise(pl.col("last_work_file"))
-        .alias("stop_to_file"),
-    ).with_columns(ms_expr("stop_from", "stop_to").alias("stop_delay_ms"))
+from leaselog.facts.stops import stop_delays
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:
@@ -67,11 +32,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     handled = ((pl.col("stop_from_kind") == "stop request") & ~(pl.col("confirmed") & ~stopped)) | (
         pl.col("confirmed") & (pl.col("end_event") == "job_stopped")
     )
-    d = (
-        stop_delays(ctx.executions)
-        .filter((pl.col("stop_delay_ms") > slo) & handled)
-        .sort("job_id", "stop_from")
-    )
+    d = stop_delays(ctx).filter((pl.col("stop_delay_ms") > slo) & handled).sort("job_id", "stop_from")
     confirmed = pl.col("confirmed")
     # (the execution's own trigger, start and end are no trigger or span of the finding)
     return d.rename(

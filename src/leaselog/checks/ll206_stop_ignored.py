@@ -16,8 +16,9 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import STOP_STATUSES, details, evidence, ms_expr
+from leaselog.checks.frames import STOP_STATUSES, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.timebase import ms_expr
 
 
 def ignored(executions: pl.DataFrame) -> pl.DataFrame:

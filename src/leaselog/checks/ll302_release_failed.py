@@ -15,8 +15,9 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, events_where, evidence, ms_expr
+from leaselog.checks.frames import details, events_where, evidence
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.timebase import ms_expr
 
 # (`unchecked`: a release that deleted the key by name, with no owner check: ShedLock's unlock)
 _OK = ["success", "ok", "deleted", "released", "true", "1", "unchecked"]

@@ -23,10 +23,11 @@ import polars as pl
 from leaselog.checks.causal import refuted_leases, refuted_overlaps
 from leaselog.checks.certainty import certainty_columns, handover_skew_bound, handover_skew_columns
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import at_file, evidence, ms_expr, one_or_two, skew_details
+from leaselog.checks.frames import at_file, evidence, one_or_two, skew_details
 from leaselog.checks.offsets import behind_columns
 from leaselog.checks.phrasing import durations, moments, text
 from leaselog.reconstruct import NEVER_RAN
+from leaselog.timebase import ms_expr
 from leaselog.unlogged_renewals import UNLOGGED
 
 TRIGGERS = ("redelivery", "duplicate_publish", "scheduler", "retry", "poll", "unknown")

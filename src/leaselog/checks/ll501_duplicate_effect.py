@@ -15,8 +15,9 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import completions, details, evidence_record, known_evidence, ms_expr
+from leaselog.checks.frames import completions, details, evidence_record, known_evidence
 from leaselog.checks.phrasing import moments, text
+from leaselog.timebase import ms_expr
 
 
 def detect(ctx: CheckContext) -> pl.DataFrame:

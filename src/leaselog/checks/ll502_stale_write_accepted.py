@@ -14,8 +14,9 @@ import polars as pl
 
 from leaselog.checks.certainty import certainty_columns
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import completions, details, evidence, ms_expr, one_or_two
+from leaselog.checks.frames import completions, details, evidence, one_or_two
 from leaselog.checks.phrasing import moments, text
+from leaselog.timebase import ms_expr
 
 
 def stale(ctx: CheckContext) -> pl.DataFrame:

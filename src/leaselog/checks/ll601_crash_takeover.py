@@ -22,11 +22,11 @@ import polars as pl
 
 from leaselog.checks.certainty import certainty_columns, handover_skew_columns, skew_details
 from leaselog.checks.contract import DETECTED, Check, CheckContext, fleet_of
-from leaselog.checks.frames import ms_expr
 from leaselog.checks.offsets import behind_columns
 from leaselog.checks.phrasing import when
 from leaselog.durations import format_duration
 from leaselog.findings import Severity
+from leaselog.timebase import ms_expr
 
 CODE = "LL601"
 KIND = "crash_takeover"

@@ -31,13 +31,13 @@ from typing import Any
 import orjson
 import polars as pl
 
-from leaselog.checks.contract import DETECTED, EVIDENCE, Check, CheckContext, Partial, derived
+from leaselog.checks.contract import DETECTED, EVIDENCE, Check, CheckContext, Partial
 from leaselog.checks.frames import at_file, ev
-from leaselog.checks.ll102_lease_outlived import zombies
-from leaselog.checks.ll204_stop_delayed import stop_delays
 from leaselog.checks.phrasing import nice_ceil_ms
 from leaselog.config import Settings
 from leaselog.durations import format_duration
+from leaselog.facts.stops import stop_delays
+from leaselog.facts.zombies import zombies
 from leaselog.findings import Severity
 from leaselog.reconstruct import EXEC_KEYS
 from leaselog.unlogged_renewals import UNLOGGED
@@ -65,9 +65,7 @@ def partial(ctx: CheckContext) -> Partial:
     position (`first_seq` / `seq`) so parts merge into the order one run over everything has."""
     # only executions that held a lease say anything about lease settings
     # outlived: the same measure as lease_outlived (LL102)
-    zombie_keys = derived(ctx, "zombies", lambda: zombies(ctx.executions, ctx.events)).select(
-        *EXEC_KEYS, pl.lit(True).alias("outlived")
-    )
+    zombie_keys = zombies(ctx).select(*EXEC_KEYS, pl.lit(True).alias("outlived"))
     # (lazy: each use below reads only its own columns; filtering the wide executions frame first copied
     # every one of its columns)
     ex = (
@@ -116,7 +114,7 @@ def partial(ctx: CheckContext) -> Partial:
         .sort("seq")
     )
     stops = (
-        stop_delays(ctx.executions)
+        stop_delays(ctx)
         # (every confirmed stop of a job type and TTL that held a lease counts, as in one run; a null TTL
         # joins no group)
         .filter(pl.col("confirmed") & pl.col("ttl_ms").is_not_null())

@@ -8,7 +8,7 @@ from datetime import datetime
 import polars as pl
 
 from leaselog.durations import format_duration
-from leaselog.events import PSEUDO_EPOCH
+from leaselog.timebase import PSEUDO_EPOCH
 
 
 def when(t: datetime | None, clock: str | None = "wall") -> str:

@@ -51,7 +51,7 @@ def inspect_command(
       leaselog inspect logs/worker.json --config leaselog.toml --events 50
     """
     from leaselog.config import Settings, load_config_file
-    from leaselog.reading.inspect import inspect_file
+    from leaselog.inspection import inspect_file
     from leaselog.render.formats import render_inspection
 
     err = Console(stderr=True)

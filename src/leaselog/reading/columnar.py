@@ -13,8 +13,8 @@ from typing import IO
 
 import polars as pl
 
-from leaselog.events import FieldMapper
 from leaselog.reading.dialects import NEEDLES as DIALECT_NEEDLES
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.formats import CONTINUATION_RE
 from leaselog.reading.report import RAW_SCHEMA, Stream
 from leaselog.reading.streams import disk_position, read_some

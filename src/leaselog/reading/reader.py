@@ -38,15 +38,15 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
 import polars as pl
 
-from leaselog.events import RAW_COLUMNS, FieldMapper
 from leaselog.reading.blocks import line_kinds, split_block
 from leaselog.reading.columnar import (
     BLOCK_BYTES,
@@ -57,6 +57,8 @@ from leaselog.reading.columnar import (
     cut_blocks,
     owned_lines,
 )
+from leaselog.reading.documents import document
+from leaselog.reading.fields import RAW_COLUMNS, FieldMapper
 from leaselog.reading.formats import (
     BOM,
     FORMATS,
@@ -271,6 +273,8 @@ class Reader:
                 shaped += 1
             if shaped >= SNIFF_LINES or len(head) >= MAX_HEAD_LINES:
                 break
+        doc = document(head, fh, self.max_line_bytes, report)  # one JSON document: its records, by line
+        head = [r for _, r in doc.head(SNIFF_LINES)] if doc is not None else head
         name = self.forced_format or detect_format(head)
         if name is None and self.mapper.rules:
             name = "text"  # prose only: the config's message rules are what reads it
@@ -278,28 +282,24 @@ class Reader:
         fmt = FORMATS.get(name) if name else None
         st.fmt = fmt
 
-        if self.columnar and _columnar(fmt, self.mapper) and len(head) >= SNIFF_LINES:
+        if self.columnar and doc is None and _columnar(fmt, self.mapper) and len(head) >= SNIFF_LINES:
             # the sniffed head is read again as the start of the first block, so a columnar file's
             # events come out as frames in line order (no per-line rows to merge in)
             self._read_blocks(st, fh, b"\n".join(head) + b"\n", self.max_line_bytes)
             return
 
-        def all_lines() -> Iterator[bytes]:
-            yield from head
-            yield from lines
-
-        stream: Iterable[bytes] = all_lines()
+        stream: Iterable[bytes] = chain(head, lines)
         if fmt is not None and fmt.join is not None:
             # partial lines (CRI `P`, Docker chunks) joined: still one line out per line in, the
             # absorbed parts come out empty and are counted ignored
             stream = fmt.join(stream)
         self._disk = 0
-        line_no = 0
-        for line_no, line in enumerate(stream, start=1):
-            if self.progress is not None and line_no % 65536 == 0:
+        numbered = doc.records() if doc is not None else enumerate(stream, start=1)
+        for n, (line_no, line) in enumerate(numbered, start=1):
+            if self.progress is not None and n % 65536 == 0:
                 self._advance(fh)
             self._take_line(st, line_no, line)
-            report.lines = line_no
+            report.lines = n
         self._advance(fh)
 
     def _advance(self, fh: object) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from leaselog.events import RAW_COLUMNS
+from leaselog.reading.fields import RAW_COLUMNS
 from leaselog.reading.formats import Format
 
 MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
@@ -48,12 +48,19 @@ class InputReport:
     # lock libraries whose package or logger the file names though none of their lease lines is there
     # (their loggers are at a level that hides them): dialect names
     library_hints: list[str] = field(default_factory=list)
+    # a file read as one JSON document (leaselog.reading.documents): its lines in the file; `lines`
+    # then counts its records, each one line of evidence
+    document: int | None = None
 
     def notes(self) -> list[str]:
         """What the Inputs table says under a file, beyond its counts."""
         out = []
         if self.pod_note:
             out.append(self.pod_note)
+        if self.document is not None:
+            out.append(
+                f"one JSON document of {self.document} lines: each of its {self.lines} records read as a line"
+            )
         if self.skipped:
             out.append(f"skipped: {self.skipped}")
         if self.same_as:
@@ -91,6 +98,7 @@ class InputReport:
             other_shapes=Counter(d.get("other_shapes") or {}),
             dialects=Counter(d.get("dialects") or {}),
             library_hints=list(d.get("library_hints") or []),
+            document=d.get("document"),
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -112,6 +120,7 @@ class InputReport:
             **({"other_shapes": dict(self.other_shapes)} if self.other_shapes else {}),
             **({"dialects": dict(+self.dialects)} if +self.dialects else {}),
             **({"library_hints": self.library_hints} if self.library_hints else {}),
+            **({"document": self.document} if self.document is not None else {}),
         }
 
 

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from leaselog.inspection import Inspection, describe_formats
 from leaselog.reading.dialects import DIALECTS
-from leaselog.reading.inspect import Inspection, describe_formats
 from leaselog.render.safe import printable
 
 DETAIL_COLUMNS = ("lease_ms", "released", "renewal_outcome")

@@ -31,6 +31,7 @@ from typing import Any
 import polars as pl
 
 from leaselog.reproduce import shapes
+from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
 from leaselog.reproduce.plan import Plan, plan_from_dict
@@ -116,12 +117,14 @@ def judged(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[str, Any]
 Key = tuple[str, tuple[str, ...], str, str, tuple[str, ...]]
 
 
-def signature(doc: dict[str, Any], job: str) -> dict[Key, list[float]]:
+def signature(doc: dict[str, Any], truth: dict[str, Any]) -> dict[Key, list[float]]:
     """What must not depend on the log shape: kind, execution ids, severity, certainty and pods -> the
-    figures (a shape that merges pods turns cross-pod findings into certain same-pod ones)."""
+    figures (a shape that merges pods turns cross-pod findings into certain same-pod ones), for the run's
+    job and its clean handoffs' jobs."""
     out: dict[Key, list[float]] = {}
+    jobs = {truth["job"], None, *handoff_jobs(truth)}
     for f in doc["findings"]:
-        if f.get("jobId") not in (job, None) or f["kind"] == "lease_settings":
+        if f.get("jobId") not in jobs or f["kind"] == "lease_settings":
             continue
         key = (
             f["kind"],
@@ -177,7 +180,7 @@ def differential(
     execution by what the lines say (an id comes first; a reused id is cut only where its attempt ended,
     or by the thread). Without ids it is held against the flat logs with ids and threads, like every
     shape: the lifecycle alone must tell the runs apart."""
-    job, tol = truth["job"], tolerance(truth)
+    tol = tolerance(truth)
     beside = redis_logs(folder)
     ref, ref_n = _reference(sorted(folder.glob("pod-*.jsonl")) + beside, truth)
     out: dict[str, list[str]] = {}
@@ -198,7 +201,7 @@ def differential(
                 paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"), beside)
                 _d, got, n = judged(paths, truth)
                 want, want_n = ref_no_thread if with_ids and name in shapes.NO_THREAD else (ref, ref_n)
-                diffs = differences(want, signature(got, job), tol, (want_n, n), len(true_runs(truth)))
+                diffs = differences(want, signature(got, truth), tol, (want_n, n), len(true_runs(truth)))
                 if diffs:
                     out[label] = diffs
     return out
@@ -207,7 +210,7 @@ def differential(
 def _reference(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[Key, list[float]], int]:
     """The signature of the flat logs at `paths` and their number of executions of the job."""
     _doc, doc, n = judged(paths, truth)
-    return signature(doc, truth["job"]), n
+    return signature(doc, truth), n
 
 
 @dataclass

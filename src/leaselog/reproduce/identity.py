@@ -68,11 +68,13 @@ def true_runs(truth: dict[str, Any], *, stepped: bool = True) -> list[TrueRun]:
     return [TrueRun(name, pod, min(ts), max(ts)) for (pod, name), ts in spans.items()]
 
 
-def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[str, str]:
-    """leaselog's execution id -> the true attempt it is (same pod, closest span of logged time)."""
+def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[tuple[str, str], str]:
+    """(job, leaselog's execution id) -> the true attempt it is: for the run's job, the attempt of the same
+    pod whose span of logged time is closest; for a clean handoff's job (one attempt per pod), its pod's."""
+    out = _handoff_names(truth, executions)
     runs = true_runs(truth)
     if not runs or executions.height == 0:
-        return {}
+        return out
     # where leaselog undid a clock step by elapsedMs, its times are the pod's clock before the step
     unstepped = {(r.pod, r.name): r for r in true_runs(truth, stepped=False)}
     ex = executions.filter(pl.col("job_id") == truth["job"]).select(
@@ -82,7 +84,7 @@ def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[str, str
         pl.col("last_seen").dt.epoch("ms").cast(pl.Float64).alias("last"),
     )
     pods = {r.pod for r in runs}
-    out: dict[str, str] = {}
+    job = str(truth["job"])
     for eid, pod, first, last in ex.iter_rows():
         if first is None:
             continue
@@ -90,10 +92,21 @@ def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[str, str
         if not cands:
             continue
         end = first if last is None else last
-        out[str(eid)] = min(
+        out[(job, str(eid))] = min(
             cands,
             key=lambda r: min(_distance(r, first, end), _distance(unstepped[(r.pod, r.name)], first, end)),
         ).name
+    return out
+
+
+def _handoff_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[tuple[str, str], str]:
+    out: dict[tuple[str, str], str] = {}
+    for h in truth.get("handoffs", ()):
+        runs = {pod: str(ms[0]["run"]) for pod, ms in h["moments"].items() if ms}
+        ex = executions.filter(pl.col("job_id") == h["job"]).select("execution_id", "pod")
+        for eid, pod in ex.iter_rows():
+            if pod in runs:
+                out[(str(h["job"]), str(eid))] = runs[pod]
     return out
 
 
@@ -104,14 +117,15 @@ def _distance(r: TrueRun, first: float, last: float) -> tuple[bool, float]:
     return (not inside, abs(r.first_ms - first) + abs(r.last_ms - last))
 
 
-def translate(doc: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
-    """A copy of leaselog's document with every finding's executionIds in true names."""
+def translate(doc: dict[str, Any], names: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """A copy of leaselog's document with every finding's executionIds in true names (`true_names`)."""
     out = copy.copy(doc)
     out["findings"] = []
     for f in doc["findings"]:
         g = dict(f)
         if f.get("executionIds"):
-            g["executionIds"] = [names.get(e, e) for e in f["executionIds"]]
+            job = str(f.get("jobId"))
+            g["executionIds"] = [names.get((job, e), e) for e in f["executionIds"]]
         out["findings"].append(g)
     return out
 

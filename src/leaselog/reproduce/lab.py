@@ -26,6 +26,7 @@ from typing import Any
 import redis
 
 from leaselog.reproduce.failover import LockPair, primary_key, with_lab_faults
+from leaselog.reproduce.handoffs import play_handoffs, with_handoffs
 from leaselog.reproduce.layouts import with_layout
 from leaselog.reproduce.plan import Plan, PodPlan
 from leaselog.reproduce.pod import (
@@ -132,7 +133,8 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None, without: 
     )
     # drawn apart, so that the runs that keep one execution per pod draw what they always drew
     plan = with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
-    return with_lab_faults(plan, random.Random(f"leaselog-lab-faults:{seed}:{index}"), without)
+    plan = with_lab_faults(plan, random.Random(f"leaselog-lab-faults:{seed}:{index}"), without)
+    return with_handoffs(plan, random.Random(f"leaselog-lab-handoffs:{seed}:{index}"))
 
 
 def _offset(rng: random.Random) -> int:
@@ -144,7 +146,7 @@ def _offset(rng: random.Random) -> int:
 # -- playing a plan ------------------------------------------------------------------------------
 
 
-class _Run:
+class LabRun:
     """Processes, Redis keys and the fault timeline of one lab run."""
 
     def __init__(self, plan: Plan, target: RedisTarget, out: Path, scratch: Path) -> None:
@@ -187,8 +189,19 @@ class _Run:
                 )
         return out
 
-    def spawn(self, p: PodPlan, runs_before: int = 0) -> None:
-        plan = self.plan
+    def spawn(
+        self,
+        p: PodPlan,
+        runs_before: int = 0,
+        *,
+        plan: Plan | None = None,
+        job_id: str | None = None,
+        truth: Path | None = None,
+        after: tuple[str, ...] = (),
+    ) -> None:
+        """Start pod `p`'s worker process (`plan`, `job_id`, `truth`: another job's run on this pod than
+        the run's own; `after`: more worker options, which win over those given before them)."""
+        plan = plan or self.plan
         here = Path(__file__).resolve().parent
         launch = LAUNCH.format(pkg=str(here.parent), sub=str(here))
         # (judged once: the step may come while the arguments are put together)
@@ -202,7 +215,7 @@ class _Run:
             "--prefix",
             self.prefix,
             "--job-id",
-            self.job_id,
+            job_id or self.job_id,
             "--execution-id",
             p.execution_id,
             "--pod",
@@ -212,7 +225,7 @@ class _Run:
             "--log",
             str(self.out / f"{p.pod}.jsonl"),
             "--truth",
-            str(self.scratch / f"{p.pod}.truth.jsonl"),
+            str(truth or self.scratch / f"{p.pod}.truth.jsonl"),
             "--trigger",
             p.threads[0] if p.threads else PATH_TRIGGER[p.path],
             "--path",
@@ -288,9 +301,10 @@ class _Run:
             args += ["--runs-before", str(runs_before)]
         if p.path == "duplicate_publish":
             args += ["--start-after", "triggered:A"]
+        args += after
         err = (self.scratch / f"{p.pod}.stderr").open("wb")
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.procs[p.role] = subprocess.Popen(
+        self.procs[p.role if job_id is None else f"{p.role}@{job_id}"] = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env
         )
         err.close()
@@ -469,7 +483,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
     for old in (*out.glob("pod-*.jsonl"), *out.glob("redis-*.log")):
         old.unlink()
     scratch = Path(tempfile.mkdtemp(prefix="leaselog-lab-"))
-    run = _Run(plan, target, out, scratch)
+    run = LabRun(plan, target, out, scratch)
     started = time.monotonic()
     try:
         run.client.xgroup_create(run.k["stream"], GROUP, id="0", mkstream=True)
@@ -527,6 +541,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
                 raise ReproduceError(f"pod-{role.lower()} did not finish{run.stderr_tail()}") from e
             if rc not in (0, -signal.SIGKILL):
                 raise ReproduceError(f"pod-{role.lower()} exited with {rc}{run.stderr_tail()}")
+        handoffs = play_handoffs(run)
         effects = run.client.lrange(run.k["effects"], 0, -1)
         moments = run.moments()
         clocks = run.clocks()
@@ -544,6 +559,7 @@ def play(plan: Plan, target: RedisTarget, out: Path) -> dict[str, Any]:
         "fired": run.fired,
         "effects": effects,
         "moments": moments,
+        "handoffs": handoffs,
         "redis": {"version": target.version},
         "wallSeconds": round(time.monotonic() - started, 2),
     }

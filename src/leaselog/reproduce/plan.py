@@ -53,6 +53,10 @@ class Plan:
     clock_step_role: str = ""
     clock_step_ms: int = 0
     clock_step_at_ms: int = 0
+    # after a clock step, two clean handoffs of other jobs between the stepped pod and another (roles: the
+    # stepped pod's, then the other's; reproduce/handoffs.py), their lines with or without elapsedMs
+    handoffs: tuple[str, ...] = ()
+    handoff_elapsed: bool = True
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -76,6 +80,9 @@ class Plan:
             if self.clock_step_ms
             else ""
         )
+        if self.handoffs:
+            step += f", handoffs pod-{self.handoffs[0].lower()}<->pod-{self.handoffs[1].lower()}"
+            step += "" if self.handoff_elapsed else " (no elapsedMs)"
         return (
             f"{layout}ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
             f"@{self.fault_at_ms}ms/{self.fault_ms}ms{step}, {self.completion}, shape {self.shape}"
@@ -88,4 +95,4 @@ def plan_from_dict(d: dict[str, Any]) -> Plan:
         {k: tuple(v) if k in tuples else v for k, v in p.items()} for p in d["pods"]
     ]
     pods = tuple(PodPlan(**f) for f in fields)
-    return Plan(**{**d, "pods": pods})
+    return Plan(**{**d, "pods": pods, "handoffs": tuple(d.get("handoffs", ()))})

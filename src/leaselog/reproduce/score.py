@@ -51,12 +51,14 @@ from itertools import pairwise
 from typing import Any
 
 from leaselog.reproduce.attempts import Attempt, attempts
+from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import clock_steps
 from leaselog.reproduce.undecided import UNDECIDED, says_undecided
 
 STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
 MAX_SKEW_MS = 250.0  # leaselog's default --max-skew
 BASE_TOLERANCE_MS = 50.0
+HANDOFF_STEP = "the stepped pod's clock, on a clean handoff's lines"
 # kinds that say their executions ran (held a lease, overlapped, outlived it, crashed holding it)
 RAN_KINDS = ("overlapping_executions", "lease_outlived", "crash_takeover", "concurrent_leases")
 NOT_HONOURED = "stop_not_honoured"
@@ -535,12 +537,32 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
             wrong.setdefault(i, []).append("a negative duration")
     for i in sorted(wrong):
         rs.items.append(_false(findings[i], "; ".join(wrong[i])))
+    for f in doc["findings"]:
+        if f.get("jobId") in handoff_jobs(truth):
+            rs.reported[f["kind"]] += 1
+            false_why = _handoff_finding(f, truth)
+            if false_why is not None:
+                rs.items.append(_false(f, false_why))
+            elif f.get("severity") in ("warning", "error"):
+                rs.items.append(Item(f["kind"], "tolerated", list(f.get("executionIds") or []), HANDOFF_STEP))
     malformed = int(doc.get("lines", {}).get("malformed", 0))
     if malformed:
         rs.items.append(
             Item("malformed_lines", "false", [], f"{malformed} well-formed lines counted malformed")
         )
     return rs
+
+
+def _handoff_finding(f: dict[str, Any], truth: dict[str, Any]) -> str | None:
+    """Why a finding on a clean handoff's job is false (None: it is not). A handoff ran one owner after
+    the other, each inside its own lease: only the stepped pod's clock may be reported, at any level, and
+    advice and information are no alarm."""
+    stepped = {pod for pod, _at, _size in clock_steps(truth)}
+    if f["kind"] in ("clock_step", "clock_contradiction") and stepped & set(f.get("pods") or ()):
+        return None
+    if f.get("severity") in ("warning", "error"):
+        return "a clean handoff: one owner after the other, each inside its lease"
+    return None
 
 
 def _false(f: dict[str, Any], why: str) -> Item:

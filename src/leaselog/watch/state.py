@@ -28,15 +28,18 @@ import polars as pl
 from leaselog.caveats import identity_caveats
 from leaselog.checks import REGISTRY, CheckContext, run_checks
 from leaselog.config import Settings
-from leaselog.events import FieldMapper, build_events, compact
+from leaselog.events import build_events
 from leaselog.execution_runs import GIVEN_SCHEMA, identify_executions
 from leaselog.findings import Finding, enforce_invariants, records
 from leaselog.fleet import FleetContext
 from leaselog.library_advice import library_advice
+from leaselog.pipeline import events_of
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.library_lines import settle_library_rows
 from leaselog.reading.reader import RAW_SCHEMA, SNIFF_LINES, InputReport, Reader
 from leaselog.reading.sources import Source
 from leaselog.reconstruct import reconstruct
+from leaselog.timebase import compact
 from leaselog.vocabulary import LOCK_FAILOVER
 from leaselog.watch.follow import Chunk, Tail
 
@@ -190,7 +193,7 @@ class LiveState:
             keys = {i: order(i) for i in raw["file_index"].unique().to_list()}
             rank = {i: n for n, i in enumerate(sorted(keys, key=lambda i: keys[i]))}
             raw = raw.with_columns(pl.col("file_index").replace_strict(rank, return_dtype=pl.Int64))
-        built = build_events(raw, None, self.settings)
+        built = events_of(build_events(raw, None, self.settings), self.settings)
         events = identify_executions(compact(built.events.get_columns()), self.given)[0]
         executions, leases, renewals = reconstruct(events, self.settings)
         # the events' own facts, and the failovers of the lock's Redis read with them (as analyze hands over)

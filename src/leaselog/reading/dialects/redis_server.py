@@ -49,8 +49,6 @@ master name, a promotion of any shard's replica is cited: a Cluster's lines name
 
 from __future__ import annotations
 
-import polars as pl
-
 from leaselog.reading.dialects import Dialect, Rule, Sample
 
 _SENTINEL = "7812:X 01 Dec 2026 10:00:05.953 # "
@@ -179,26 +177,3 @@ DIALECT = Dialect(
     cannot_measure="whether the promoted replica had a given key or counter (what it missed is not logged), "
     "and which locks live on which monitored master or Cluster shard: no job is named",
 )
-
-
-# (master name, previous primary, new primary) in each message that names them: `ip port` pairs
-_SWITCH = r"^\+switch-master (\S+) (\S+) (\d+) (\S+) (\d+)$"
-_PROMOTED = r"^\+promoted-slave slave \S+ (\S+) (\d+) @ (\S+) (\S+) (\d+)$"
-_END = r"^\+failover-end master (\S+) (\S+) (\d+)$"
-
-
-def failover_addresses(message: pl.Expr) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """The master's name, the previous primary and the new one (`ip:port`) a failover line names (null
-    where it names none: a replica's `MASTER MODE enabled` is about the server that logs it)."""
-
-    def addr(pattern: str, ip: int, port: int) -> pl.Expr:
-        return pl.concat_str(
-            message.str.extract(pattern, ip), pl.lit(":"), message.str.extract(pattern, port)
-        )
-
-    master = pl.coalesce(
-        message.str.extract(_SWITCH, 1), message.str.extract(_PROMOTED, 3), message.str.extract(_END, 1)
-    )
-    previous = pl.coalesce(addr(_SWITCH, 2, 3), addr(_PROMOTED, 4, 5), addr(_END, 2, 3))
-    primary = pl.coalesce(addr(_SWITCH, 4, 5), addr(_PROMOTED, 1, 2))
-    return master, previous, primary

@@ -13,7 +13,17 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from leaselog.reading.formats import celery, console, containers, json_shapes, klog, otlp, redis, text
+from leaselog.reading.formats import (
+    celery,
+    console,
+    containers,
+    exports,
+    json_shapes,
+    klog,
+    otlp,
+    redis,
+    text,
+)
 from leaselog.reading.formats._common import (
     CONTINUATION_RE,
     Malformed,
@@ -183,6 +193,63 @@ FORMATS: dict[str, Format] = {
             "timestamp -> wrapper.time (time fallback); newest-first output is fine (order comes from time)",
         ),
         Format(
+            "gcloud",
+            "Cloud Logging LogEntry (`gcloud logging read --format=json`: one array, newest first)",
+            exports.parse_gcloud,
+            exports.sniff_gcloud,
+            True,
+            maps="jsonPayload (or textPayload read again in any shape) -> the app's record; "
+            "resource.labels.pod_name -> kubernetes.pod_name; timestamp -> wrapper.time (time fallback); "
+            "severity -> level when the app has none; insertId, logName, labels -> gcloud.*",
+        ),
+        Format(
+            "cloudwatch",
+            "CloudWatch Logs events (`aws logs filter-log-events`, `get-log-events`: `events`; "
+            "Logs Insights rows)",
+            exports.parse_cloudwatch,
+            exports.sniff_cloudwatch,
+            True,
+            maps="message (@message) read again in any shape; timestamp (ms) -> wrapper.time; the pod from "
+            "logStreamName (Fluent Bit's `...var.log.containers.POD_NS_CONTAINER-ID.log`, else the last "
+            "part of `PREFIX/NAME`)",
+        ),
+        Format(
+            "journald",
+            "systemd journal (`journalctl -o json`, `-o json-pretty`)",
+            exports.parse_journald,
+            exports.sniff_journald,
+            True,
+            maps="MESSAGE read again in any shape; __REALTIME_TIMESTAMP (µs) -> wrapper.time; "
+            "CONTAINER_NAME (a dockershim `k8s_C_POD_NS_UID_N` gives POD) -> pod_name, then _HOSTNAME",
+        ),
+        Format(
+            "elasticsearch",
+            "Elasticsearch/OpenSearch search hits (`_search` responses, scroll pages, elasticdump)",
+            exports.parse_search_hit,
+            exports.sniff_search_hit,
+            True,
+            maps="_source (a Fluent Bit record read as one) -> the app's record; `fields` values "
+            "(arrays of one unwrapped) added; Filebeat's kubernetes.pod.name -> pod; _index, _id -> es.*",
+        ),
+        Format(
+            "datadog",
+            "Datadog Logs API v2 (`/api/v2/logs/events`: `data[]`)",
+            exports.parse_datadog,
+            exports.sniff_datadog,
+            True,
+            maps="attributes.attributes (else the message read again) -> the app's record; "
+            "attributes.timestamp -> wrapper.time; tag pod_name: -> pod; host -> hostname",
+        ),
+        Format(
+            "splunk",
+            'Splunk export (`search/jobs/export?output_mode=json`: {"result": {"_raw", "_time"}} per line)',
+            exports.parse_splunk,
+            exports.sniff_splunk,
+            True,
+            maps="_raw read again in any shape; _time -> wrapper.time; a /var/log/containers source, "
+            "else the `pod` field, names the pod; host -> hostname",
+        ),
+        Format(
             "gelf",
             "GELF 1.1 (Spring Boot `gelf`): `version` 1.1, `short_message`, epoch-seconds `timestamp`",
             json_shapes.parse_gelf,
@@ -252,6 +319,12 @@ DETECTION_ORDER: list[str] = [
     "fluentbit",
     "docker",
     "loki",
+    "gcloud",
+    "cloudwatch",
+    "journald",
+    "elasticsearch",
+    "datadog",
+    "splunk",
     "gelf",
     "logstash",
     "ecs",

@@ -1,7 +1,7 @@
 """What every log shape shares: the record type, `Malformed`, flattening, and reading an app line.
 
 A record is a flat dict with dotted keys (`{"log":{"level":"x"}}` -> `log.level`), which is what
-`events.FieldMapper` looks names up in. Wrappers (Docker, kubectl, CRI, Fluent Bit) put their own
+`reading.fields.FieldMapper` looks names up in. Wrappers (Docker, kubectl, CRI, Fluent Bit) put their own
 time and stream under `wrapper.*` so they never shadow what the application logged.
 """
 

@@ -250,9 +250,11 @@ def parse_loki(line: bytes) -> list[Record]:
         for k, v in labels.items():
             extra[f"loki.{k}"] = v
         # the Kubernetes service-discovery label is the pod, as good as Fluent Bit's
-        pod = labels.get("pod") or labels.get("pod_name")
+        pod = labels.get("pod") or labels.get("pod_name") or labels.get("k8s_pod_name")
         if isinstance(pod, str) and pod:
             extra["kubernetes.pod_name"] = pod
+        elif isinstance(labels.get("container"), str):  # (Docker, Compose) the container stands for it
+            extra["pod_name"] = labels["container"]
     return _with_wrapper(app_records(text, "loki"), extra)
 
 

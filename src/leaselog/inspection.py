@@ -13,11 +13,11 @@ from typing import Any
 import polars as pl
 
 from leaselog.config import Settings
-from leaselog.events import FieldMapper, build_events
+from leaselog.pipeline import read_source
 from leaselog.reading.dialects import labelled
+from leaselog.reading.fields import FieldMapper
 from leaselog.reading.formats import DETECTION_ORDER, FORMATS, Format, line_format, sniff_votes
-from leaselog.reading.reader import SNIFF_LINES, InputReport, Reader
-from leaselog.reading.report import account_rejected
+from leaselog.reading.reader import SNIFF_LINES, InputReport
 from leaselog.reading.sources import InputError, Source
 from leaselog.reading.streams import DEFAULT_MAX_LINE_BYTES, capped_lines, open_binary
 
@@ -174,17 +174,14 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
     mapper = FieldMapper(s)
     head = _head(p, max(SNIFF_LINES, KEY_SAMPLE_LINES))
     votes = sniff_votes(head[:SNIFF_LINES])
-    read = Reader(mapper, forced_format=s.format).read([Source(p)])
+    # read as analyze reads (a lease event that cannot be placed on the timeline counted malformed)
+    read = read_source([Source(p)], s)
     report = read.inputs[0]
     if report.error and report.used + report.ignored == 0:  # as analyze: a cut gzip's lines still count
         raise InputError(f"{p}: {report.error}")
     fmt = FORMATS.get(report.format)
-    built = build_events(read.raw, read.event_names, s)
-    ev = built.events.sort("line")
-    rows = list(read.malformed)
-    # as in analyze: read as a lease event, but it cannot be placed on the timeline
-    account_rejected(built.rejected, built.events, [report], rows)
-    account_rejected(built.failovers_rejected, built.failovers, [report], rows, events=False)
+    ev = read.events.sort("line")
+    rows = read.malformed
     malformed = [(n, why) for _, n, why in rows]
     return Inspection(
         path=p,
@@ -205,7 +202,7 @@ def inspect_file(path: str | Path, *, settings: Settings | None = None, events: 
                         pl.col("raw_event").cast(pl.String), "line"
                     ),
                     # (a failover of the lock's Redis is read by a dialect too, and kept apart from the events)
-                    built.failovers.select(pl.col("rule").alias("raw_event"), "line"),
+                    read.failovers.select(pl.col("rule").alias("raw_event"), "line"),
                 ]
             )
             .sort("line", maintain_order=True)
