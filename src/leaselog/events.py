@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 import polars.selectors as cs
 
+from leaselog.clocks.resolution import time_resolution
 from leaselog.config import Settings
 from leaselog.dialect_rows import settle_lease_ends
 from leaselog.reading.fields import RAW_COLUMNS
@@ -57,6 +58,8 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "clock_step_ms": pl.Float64(),
     # the job's first line on the pod after a process's start-up line: elapsedMs counts anew from it
     "new_origin": pl.Boolean(),
+    # the time resolution of the line's file, ms (leaselog.clocks.resolution; null: no wall-clock time)
+    "ts_resolution_ms": pl.Float64(),
     "lease_ms": pl.Int64(),
     "fencing_token": pl.Int64(),
     "owner": pl.String(),
@@ -176,6 +179,7 @@ def build_events(
     # of its pod and file that it is the tail of: one thread, not two (leaselog.thread_spellings)
     df = whole_thread_names(df)
     df = times(df, tz)
+    df = time_resolution(df)
     df = settle_lease_ends(df)
     notes: list[str] = []
     local_files: dict[str, str] = {}

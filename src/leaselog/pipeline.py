@@ -28,8 +28,8 @@ from leaselog.analysis import Analysis
 from leaselog.caveats import identity_caveats
 from leaselog.checks import REGISTRY, Check, CheckContext, run_checks
 from leaselog.checks.contract import Partial, as_findings
+from leaselog.clocks.undo import undo_clock_steps
 from leaselog.config import FRIENDLY_OPTIONS, Settings
-from leaselog.elapsed_clock import undo_clock_steps
 from leaselog.events import Typed, build_events, split_rejected, why_unusable
 from leaselog.execution_keys import execution_identity
 from leaselog.execution_runs import identify_executions, identity_notes

@@ -99,6 +99,12 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "true on the job's first line on the pod after a process's start-up line: its elapsedMs counts "
             "from the new process's start (null: not such a line)",
         ),
+        (
+            "ts_resolution_ms",
+            _F,
+            "how finely the line's file writes its timestamps, ms (1000: whole seconds; 1: milliseconds): its "
+            "times are truncated to it (leaselog.clocks.resolution; null: no wall-clock time)",
+        ),
         ("lease_ms", _I, "leaseMs: the TTL granted (lock_acquired)"),
         ("fencing_token", _I, "fencing token of the lease (lock_acquired) or of a write (completion)"),
         ("owner", _S, "the owner value stored in the lock"),

@@ -26,7 +26,7 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     # (`master changed`): what a lease held on the old primary may not have survived.
     "lock_reconnected",
     # A process started (Spring Boot's `Started X in s seconds (process running for u)`): no lease event
-    # and no job's; it says where a pod's `elapsedMs` counts from anew (leaselog.elapsed_clock), and the
+    # and no job's; it says where a pod's `elapsedMs` counts from anew (leaselog.clocks.undo), and the
     # events frame does not keep it.
     "process_started",
     # The lock's Redis changed primary (a Sentinel's `+switch-master`, a replica's `MASTER MODE enabled`):
@@ -34,7 +34,7 @@ CANONICAL_EVENTS: tuple[str, ...] = (
     "lock_failover",
 )
 # the canonical events that are no job's: kept through reading, dropped from the events frame (a process's
-# start once leaselog.elapsed_clock has read it; a failover into the fleet's facts, leaselog.failovers)
+# start once leaselog.clocks.undo has read it; a failover into the fleet's facts, leaselog.failovers)
 PROCESS_STARTED = "process_started"
 LOCK_FAILOVER = "lock_failover"
 JOBLESS_EVENTS: tuple[str, ...] = (PROCESS_STARTED, LOCK_FAILOVER)

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.frames import steps_of
 from leaselog.checks.phrasing import durations, text
 from leaselog.checks.redeliveries import redelivered
+from leaselog.checks.resolution import with_resolution_ms
 
 FACT_COLUMNS: dict[str, pl.DataType] = {
     "job_id": pl.String(),
@@ -380,8 +381,15 @@ def contradicted(ctx: CheckContext) -> pl.DataFrame:
     step in either execution's log explains: the largest per job, kind of fact and pair of pods, with
     `contradiction_ms`, `facts_contradicted` (how many of that kind the pair's clocks contradict) and
     `contradiction_text`."""
-    f = facts(ctx).filter(
-        (pl.col("first_pod") != pl.col("then_pod")) & (-pl.col("gap_ms") > ctx.settings.max_skew_ms)
+    # (the skew bound with the two executions' time resolution added: whole-second times may each lie up
+    # to a second after what is written)
+    f = (
+        with_resolution_ms(ctx, facts(ctx), ("first_id", "then_id"))
+        .filter(
+            (pl.col("first_pod") != pl.col("then_pod"))
+            & (-pl.col("gap_ms") > ctx.settings.max_skew_ms + pl.col("resolution_ms").fill_null(0.0))
+        )
+        .drop("resolution_ms")
     )
     if not f.height:
         return f.with_columns(

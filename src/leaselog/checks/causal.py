@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.clock_steps import execution_steps, steps_of
 from leaselog.checks.contract import CheckContext, derived
+from leaselog.checks.frames import steps_of
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.checks.resolution import with_resolution_ms
+from leaselog.clocks.steps import execution_steps
 
 _KEYS = ["job_id", "execution_id"]
 
@@ -259,8 +261,14 @@ def explained_by_steps(ctx: CheckContext) -> pl.DataFrame:
 def unexplained(ctx: CheckContext) -> pl.DataFrame:
     """The handoffs (with `contradiction_text`) whose contradiction no clock step in either execution's
     log explains, beyond the clock-skew bound."""
-    return derived(ctx, "causal:alone", lambda: _explained(ctx)[1]).filter(
-        pl.col("contradiction_ms") > ctx.settings.max_skew_ms
+    # (the skew bound with the two executions' time resolution added)
+    alone = derived(ctx, "causal:alone", lambda: _explained(ctx)[1])
+    return (
+        with_resolution_ms(ctx, alone, ("execution_id", "execution_id_y"))
+        .filter(
+            pl.col("contradiction_ms") > ctx.settings.max_skew_ms + pl.col("resolution_ms").fill_null(0.0)
+        )
+        .drop("resolution_ms")
     )
 
 

@@ -94,9 +94,18 @@ _SKEW_CONTRADICTED = (
 
 _SKEW_LATENCY = " plus the {latency} confirming call"
 
+# (times written coarser than 1 ms: each of the two moments may lie up to that much later than written)
+_SKEW_RESOLUTION = " plus the {resolution} the timestamps are written to"
+
 
 def handover_skew_columns(
-    df: pl.DataFrame, earlier_pod: str, later_pod: str, gap_ms: str, confirm_latency_ms: str, where: pl.Expr
+    df: pl.DataFrame,
+    earlier_pod: str,
+    later_pod: str,
+    gap_ms: str,
+    confirm_latency_ms: str,
+    where: pl.Expr,
+    resolution_ms: str | None = None,
 ) -> list[pl.Series]:
     """What a lease handover proves about two pods' clocks, for every row of `df` where `where` holds.
 
@@ -105,13 +114,17 @@ def handover_skew_columns(
     so its logged expiry is late by at most that latency. Hence: later pod's clock - earlier pod's clock
     <= gap + latency. A negative bound means Redis granted the key while the earlier lease still looked
     valid: either the clocks disagree by at least that much, or the lock failed.
+    `resolution_ms` (a column: the times' resolution where coarser than 1 ms, else null) is added to the
+    bound: the later pod's moment may lie that much after its written time.
     Two columns: `skew_bound` (ms; null where the pods are the same, the gap unknown or `where` false)
     and `skew_note`, the sentence (`""` there)."""
     earlier, later, gap, lat = (pl.col(c) for c in (earlier_pod, later_pod, gap_ms, confirm_latency_ms))
+    res = pl.col(resolution_ms) if resolution_ms is not None else pl.lit(None, dtype=pl.Float64)
     proves = where & gap.is_not_null() & earlier.is_not_null() & later.is_not_null() & (earlier != later)
     parts = df.select(
         proves.fill_null(False).alias("proves"),
-        pl.when(proves).then(gap + lat.fill_null(0.0)).alias("bound"),
+        pl.when(proves).then(gap + lat.fill_null(0.0) + res.fill_null(0.0)).alias("bound"),
+        pl.when(proves).then(res).alias("res"),
         pl.when(proves).then(gap).alias("gap"),
         # `if confirm_latency_ms`: neither null nor zero
         pl.when(proves & lat.is_not_null() & (lat != 0)).then(lat).alias("lat"),
@@ -122,11 +135,15 @@ def handover_skew_columns(
         durations(parts["bound"].abs()).alias("bound_text"),
         durations(parts["gap"].abs()).alias("gap_text"),
         durations(parts["lat"]).alias("lat_text"),
+        durations(parts["res"]).alias("res_text"),
     )
-    lat_phrase = (
+    lat_phrase = pl.concat_str(
         pl.when(pl.col("lat").is_not_null())
         .then(format_columns(_SKEW_LATENCY, latency=pl.col("lat_text")))
-        .otherwise(pl.lit(""))
+        .otherwise(pl.lit("")),
+        pl.when(pl.col("res").is_not_null())
+        .then(format_columns(_SKEW_RESOLUTION, resolution=pl.col("res_text")))
+        .otherwise(pl.lit("")),
     )
     names = {
         "later": pl.col("later"),

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import polars as pl
 import polars.selectors as cs
 
-from leaselog.checks.contract import CheckContext
+from leaselog.checks.contract import CheckContext, derived
+from leaselog.clocks.steps import clock_steps
 from leaselog.findings import Evidence
 
 # `job_finished` statuses that say the job stopped rather than ran to its end (a stop honoured)
@@ -192,3 +193,8 @@ def known_evidence(records: pl.Expr) -> pl.Expr:
     """A list of evidence records without those whose file or line is unknown, in order."""
     field = pl.element().struct.field
     return records.list.eval(pl.element().filter(field("file").is_not_null() & field("line").is_not_null()))
+
+
+def steps_of(ctx: CheckContext) -> pl.DataFrame:
+    """The context's `clock_steps` frame (`leaselog.clocks.steps`), computed once per analysis."""
+    return derived(ctx, "clock_steps", lambda: clock_steps(ctx.events, ctx.settings.clock_jitter_ms))

@@ -28,6 +28,12 @@ from leaselog.checks.frames import (
 )
 from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.checks.resolution import (
+    resolution_certainty,
+    resolution_columns,
+    resolution_note,
+    with_resolution,
+)
 from leaselog.timebase import ms_expr
 from leaselog.unlogged_renewals import UNLOGGED
 
@@ -176,9 +182,21 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         .otherwise(step_certainty(pl.col("overlap_ms"), ctx.settings.max_skew_ms))
         .alias("certainty"),
     )
+    # whole-second (or other coarse) timestamps: the overlap is known only to their resolution
+    found = resolution_columns(ctx, found, ("execution_id", "execution_id_b"), "overlap_ms")
+    found = found.with_columns(
+        resolution_certainty(
+            pl.col("overlap_ms"), pl.col("pod").ne_missing(pl.col("pod_b")), ctx.settings.max_skew_ms
+        ).alias("certainty")
+    )
     bound = pl.when(
         pl.col("pod").is_not_null() & pl.col("pod_b").is_not_null() & (pl.col("pod") != pl.col("pod_b"))
-    ).then(pl.col("handover_gap_ms") + pl.col("confirm_latency_ms").fill_null(0.0))
+    ).then(
+        pl.col("handover_gap_ms")
+        + pl.col("confirm_latency_ms").fill_null(0.0)
+        # (times written coarser than 1 ms: the later acquisition may lie that much after its written time)
+        + pl.col("resolution_ms").fill_null(0.0)
+    )
     a_id, b_id = text("execution_id"), text("execution_id_b")
     # `start`/`end` of the rows are the finding's (the overlap); a's own are `start_a`/`end_a`
     return found.rename({"start": "start_a", "end": "end_a"}).with_columns(
@@ -206,14 +224,16 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
                 pl.format("{} last seen / ends", a_id),
             ),
         ).alias("evidence"),
-        with_behind(
-            with_step(
-                skew_details(
-                    bound,
-                    leasesOverlapped=pl.col("leases_overlapped"),
-                    openEnded=(pl.col("end_kind") == "open").fill_null(False),
-                    # the earlier lease's renewals went unlogged: its end is bounded by this acquisition
-                    renewalsUnlogged=(pl.col("lease_end") == UNLOGGED).fill_null(False),
+        with_resolution(
+            with_behind(
+                with_step(
+                    skew_details(
+                        bound,
+                        leasesOverlapped=pl.col("leases_overlapped"),
+                        openEnded=(pl.col("end_kind") == "open").fill_null(False),
+                        # the earlier lease's renewals went unlogged: its end is bounded by this acquisition
+                        renewalsUnlogged=(pl.col("lease_end") == UNLOGGED).fill_null(False),
+                    )
                 )
             )
         ).alias("details"),
@@ -231,10 +251,11 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         moments(rows, "end_b", "clock_b").alias("end_b_when"),
         durations(rows["overlap_ms"]).alias("size_text"),
         *handover_skew_columns(
-            rows, "pod", "pod_b", "handover_gap_ms", "confirm_latency_ms", pl.col("handover")
+            rows, "pod", "pod_b", "handover_gap_ms", "confirm_latency_ms", pl.col("handover"), "resolution_ms"
         ),
         step_note(rows),
         behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"),
+        resolution_note(rows),
     )
     opening = (
         pl.when(
@@ -289,6 +310,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
             _results(),
             pl.col("skew_note"),
             pl.col("caveat"),
+            pl.col("resolution_note"),
             pl.col("step_note"),
             pl.col("behind_note"),
         ).alias("message")

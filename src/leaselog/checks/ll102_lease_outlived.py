@@ -16,6 +16,12 @@ from leaselog.checks.causal import step_certainty, step_columns, step_note, with
 from leaselog.checks.contract import Check, CheckContext
 from leaselog.checks.frames import at_file, details, evidence
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.checks.resolution import (
+    resolution_certainty,
+    resolution_columns,
+    resolution_note,
+    with_resolution,
+)
 from leaselog.facts.zombies import zombies
 from leaselog.unlogged_renewals import UNLOGGED
 
@@ -79,58 +85,71 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     z = step_columns(ctx, z, ("execution_id",)).with_columns(
         contradicted.alias("contradicted"), pl.lit("certain").alias("certainty")
     )
-    return z.with_columns(
-        (pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over"),
-        pl.when(pl.col("contradicted"))
-        .then(pl.lit("uncertain"))
-        .otherwise(step_certainty(pl.col("zombie_ms"), ctx.settings.max_skew_ms))
-        .alias("certainty"),
-    ).with_columns(
-        pl.when(pl.col("certainty") == "certain")
-        .then(pl.lit(CHECK.severity))
-        .otherwise(pl.lit("warning"))
-        .alias("severity"),
-        pl.when(taken_over)
-        .then(pl.concat_list("execution_id", "next_id"))
-        .otherwise(pl.concat_list("execution_id"))
-        .alias("execution_ids"),
-        pl.concat_list("pod").alias("pods"),
-        # the finding runs from the expiry to the zombie's end (`end`, the execution's own)
-        pl.col("expires_at").alias("start"),
-        pl.col("zombie_ms").alias("duration_ms"),
-        evidence(
-            (pl.col("acquired_file"), pl.col("acquired_line"), "lease acquired"),
-            (at_file("ended", "last"), pl.coalesce("ended_line", "last_line"), "still running / ends"),
-            (
-                pl.col("next_file"),
-                pl.when(taken_over).then(pl.col("next_line")),
-                "another execution acquires",
-            ),
-            (
-                pl.col("released_file"),
-                pl.when(pl.col("contradicted")).then(pl.col("released_line")),
-                "release deletes the key after the logged expiry",
-            ),
-        ).alias("evidence"),
-        with_step(
-            pl.when(pl.col("lease_end") == UNLOGGED)
-            .then(
-                # renewals unlogged: the figure is a lower bound; this is the upper one (no renewal succeeded
-                # after the last one seen)
-                details(**facts, zombieAtMostMs=_at_most_ms())
+    # whole-second (or other coarse) timestamps: the zombie time is known only to their resolution
+    z = resolution_columns(ctx, z, ("execution_id",), "zombie_ms")
+    return (
+        z.with_columns(
+            (pl.col("next_at") <= pl.col("end")).fill_null(False).alias("taken_over"),
+            pl.when(pl.col("contradicted"))
+            .then(pl.lit("uncertain"))
+            .otherwise(step_certainty(pl.col("zombie_ms"), ctx.settings.max_skew_ms))
+            .alias("certainty"),
+        )
+        .with_columns(
+            # (one pod's clock: proven where the range lies above zero)
+            resolution_certainty(pl.col("zombie_ms"), pl.lit(False), ctx.settings.max_skew_ms).alias(
+                "certainty"
             )
-            .when(pl.col("contradicted"))
-            .then(
-                details(
-                    **facts,
-                    releaseDeletedAfterExpiryMs=(
-                        pl.col("released_at") - pl.col("expires_at")
-                    ).dt.total_microseconds()
-                    / 1000,
+        )
+        .with_columns(
+            pl.when(pl.col("certainty") == "certain")
+            .then(pl.lit(CHECK.severity))
+            .otherwise(pl.lit("warning"))
+            .alias("severity"),
+            pl.when(taken_over)
+            .then(pl.concat_list("execution_id", "next_id"))
+            .otherwise(pl.concat_list("execution_id"))
+            .alias("execution_ids"),
+            pl.concat_list("pod").alias("pods"),
+            # the finding runs from the expiry to the zombie's end (`end`, the execution's own)
+            pl.col("expires_at").alias("start"),
+            pl.col("zombie_ms").alias("duration_ms"),
+            evidence(
+                (pl.col("acquired_file"), pl.col("acquired_line"), "lease acquired"),
+                (at_file("ended", "last"), pl.coalesce("ended_line", "last_line"), "still running / ends"),
+                (
+                    pl.col("next_file"),
+                    pl.when(taken_over).then(pl.col("next_line")),
+                    "another execution acquires",
+                ),
+                (
+                    pl.col("released_file"),
+                    pl.when(pl.col("contradicted")).then(pl.col("released_line")),
+                    "release deletes the key after the logged expiry",
+                ),
+            ).alias("evidence"),
+            with_resolution(
+                with_step(
+                    pl.when(pl.col("lease_end") == UNLOGGED)
+                    .then(
+                        # renewals unlogged: the figure is a lower bound; this is the upper one (no renewal succeeded
+                        # after the last one seen)
+                        details(**facts, zombieAtMostMs=_at_most_ms())
+                    )
+                    .when(pl.col("contradicted"))
+                    .then(
+                        details(
+                            **facts,
+                            releaseDeletedAfterExpiryMs=(
+                                pl.col("released_at") - pl.col("expires_at")
+                            ).dt.total_microseconds()
+                            / 1000,
+                        )
+                    )
+                    .otherwise(details(**facts))
                 )
-            )
-            .otherwise(details(**facts))
-        ).alias("details"),
+            ).alias("details"),
+        )
     )
 
 
@@ -148,6 +167,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     unlogged = pl.col("lease_end") == UNLOGGED
     rows = rows.with_columns(
         step_note(rows),
+        resolution_note(rows),
         moments(rows.with_columns(_earliest_expiry().alias("_earliest")), "_earliest", ck).alias(
             "earliest_when"
         ),
@@ -218,6 +238,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 .otherwise(pl.lit("")),
             )
         )
+        + pl.col("resolution_note")
         + pl.col("step_note")
     ).to_series()
 

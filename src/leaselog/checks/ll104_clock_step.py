@@ -19,11 +19,10 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.checks.causal import explained_by_steps
-from leaselog.checks.clock_steps import steps_of
 from leaselog.checks.contract import Check, CheckContext
-from leaselog.checks.frames import details, evidence
+from leaselog.checks.frames import details, evidence, steps_of
 from leaselog.checks.offsets import step_rows
-from leaselog.checks.phrasing import durations, moments, text
+from leaselog.checks.phrasing import durations, moments, resolution_words, text
 from leaselog.execution_runs import UNTOLD_NAMES
 
 
@@ -96,7 +95,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     fields = {
         "stepMs": pl.col("step_ms").abs(),
         "direction": pl.when(pl.col("step_ms") > 0).then(pl.lit("forward")).otherwise(pl.lit("backward")),
-        "sizeExact": pl.col("exact"),
+        "sizeExact": pl.col("exact") & (pl.col("within_ms").fill_null(0.0) == 0.0),
         "logRunsBackMs": pl.col("back_ms"),
         "file": pl.col("file"),
         "line": pl.col("line"),
@@ -116,7 +115,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         pl.max_horizontal("prev_at", "at").alias("end"),
         size.alias("duration_ms"),
         # a forward step between two runs that a restart of the process explains as well: the logs cannot
-        # tell which (leaselog.checks.clock_steps)
+        # tell which (leaselog.clocks.steps)
         pl.when(pl.col("restart_at").is_not_null())
         .then(pl.lit("uncertain"))
         .otherwise(pl.lit("certain"))
@@ -127,7 +126,10 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         ).alias("evidence"),
         # beside runs not told apart: whether the pod's elapsedMs keeps one origin across them (then the
         # step holds whichever run wrote each line: leaselog.caveats keeps it certain)
-        pl.when(pl.col("restart_at").is_not_null())
+        # at a coarse time resolution, how far the size may be off either way
+        pl.when(pl.col("within_ms").fill_null(0.0) > 0.0)
+        .then(details(**fields, sizeWithinMs=pl.col("within_ms")))
+        .when(pl.col("restart_at").is_not_null())
         .then(details(**fields, orRestartAt=pl.col("restart_at").dt.to_string("%Y-%m-%dT%H:%M:%S%.3fZ")))
         .when(pl.col("_untold").fill_null(False) & ~pl.col("by_facts"))
         .then(details(**fields, elapsedOneOrigin=pl.col("_one_origin")))
@@ -139,7 +141,10 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
 def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
     rows = rows.with_columns(pl.lit("wall").alias("_wall"))
     rows = rows.with_columns(
-        durations(rows["duration_ms"]).alias("size_text"),
+        durations(rows["duration_ms"]).alias("_size"),
+        durations(rows["within_ms"]).alias("_within"),
+        durations(rows["duration_ms"] + rows["within_ms"].fill_null(0.0)).alias("_upto"),
+        resolution_words(rows["within_ms"]).alias("_words"),
         durations(rows["back_ms"]).alias("back_text"),
         moments(rows, "prev_at", "_wall").alias("prev_when"),
         moments(rows, "at", "_wall").alias("at_when"),
@@ -147,6 +152,13 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         durations(rows["elapsed_ms"]).alias("since_start"),
         durations(rows["elapsed_ms"] - rows["prev_elapsed_ms"]).alias("elapsed_text"),
         durations(pl.Series([ctx.settings.clock_jitter_ms] * rows.height, dtype=pl.Float64)).alias("jitter"),
+    )
+    # at a coarse time resolution the size is known only to it: said with the size
+    rows = rows.with_columns(
+        pl.when(pl.col("_words").is_not_null())
+        .then(pl.format("{} (give or take {}: its timestamps are {})", "_size", "_within", "_words"))
+        .otherwise(pl.col("_size"))
+        .alias("size_text")
     )
     where = pl.format("{}:{}", text("file"), text("line"))
     forward = pl.col("step_ms") > 0
@@ -162,7 +174,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 text("execution_id"),
                 "prev_when",
                 "at_when",
-                "size_text",
+                "_size",
                 "elapsed_text",
             )
         )
@@ -177,7 +189,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 text("execution_id"),
                 "prev_when",
                 "at_when",
-                "size_text",
+                "_size",
                 "elapsed_text",
                 pl.when(pl.col("back_ms").is_not_null())
                 .then(pl.format("; the log runs {} backwards", "back_text"))
@@ -229,7 +241,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     " leaselog reads this execution's lines from here on with the step undone, so its own "
                     "durations hold; comparisons of {}'s moments with another pod's may still be off by up to {}.",
                     text("pod"),
-                    "size_text",
+                    "_upto",
                 )
             )
             .otherwise(
@@ -237,7 +249,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                     " Figures that compare a moment before this line with one after it, or {}'s moments with "
                     "another pod's, may be off by {}{}.",
                     text("pod"),
-                    "size_text",
+                    "_upto",
                     pl.when(pl.col("exact"))
                     .then(pl.lit(""))
                     .otherwise(pl.lit(" or more (without elapsedMs the step's full size is unknown)")),

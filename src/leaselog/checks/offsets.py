@@ -256,7 +256,7 @@ def offset_steps(ctx: CheckContext) -> pl.DataFrame:
 
 
 def step_rows(ctx: CheckContext) -> pl.DataFrame:
-    """`offset_steps` as clock steps of one pod (`leaselog.checks.clock_steps.STEP_COLUMNS`, plus
+    """`offset_steps` as clock steps of one pod (`leaselog.clocks.steps.STEP_COLUMNS`, plus
     `other_pod`, `size_ms` and the two facts' lines): the pod of the pair whose log has no elapsedMs in
     the job (a pod with it shows its own steps); with none on either, both are named (`other_pod` is
     the second). The step lies between the pod's lines in the two facts, which are in one file."""
@@ -324,4 +324,5 @@ def step_rows(ctx: CheckContext) -> pl.DataFrame:
         pl.lit(None, dtype=pl.Float64).alias("elapsed_ms"),
         pl.lit(None, dtype=pl.Float64).alias("prev_elapsed_ms"),
         pl.lit(None, dtype=pl.Datetime("us", "UTC")).alias("restart_at"),
+        pl.lit(0.0).alias("within_ms"),
     )

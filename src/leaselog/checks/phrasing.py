@@ -164,3 +164,18 @@ def renewal_phrases(outcome: pl.Expr, late: pl.Expr) -> pl.Expr:
     for o in ("error", "timeout", "rejected"):
         out = pl.when(outcome == o).then(pl.lit(renewal_phrase(o))).otherwise(out)
     return pl.when(late.fill_null(False)).then(pl.lit(renewal_phrase(None, True))).otherwise(out)
+
+
+def resolution_words(resolution_ms: pl.Series) -> pl.Series:
+    """How finely a file writes its timestamps, as words (`whole seconds`, `tenths of a second`, ...), for
+    a resolution in ms; null where it is 1 ms or finer (the figures are exact to their ms)."""
+    words = {1000.0: "whole seconds", 100.0: "tenths of a second", 10.0: "hundredths of a second"}
+    named = resolution_ms.replace_strict(words, default=None, return_dtype=pl.String)
+    other = (
+        pl.Series(["steps of "] * resolution_ms.len(), dtype=pl.String)
+        + resolution_ms.cast(pl.String)
+        + " ms"
+    )
+    return pl.select(
+        pl.when(resolution_ms.fill_null(0.0) > 1.0).then(pl.coalesce(named, other)).otherwise(None).alias("w")
+    ).to_series()

@@ -20,7 +20,19 @@ RAW_COLUMNS: tuple[str, ...] = (
     *(
         c
         for c in schema("events")
-        if c not in ("t", "clock", "seq", "identity", "clock_step_ms", "new_origin", "file", "line", "fields")
+        if c
+        not in (
+            "t",
+            "clock",
+            "seq",
+            "identity",
+            "clock_step_ms",
+            "new_origin",
+            "ts_resolution_ms",
+            "file",
+            "line",
+            "fields",
+        )
     ),
     "file",
     "line",

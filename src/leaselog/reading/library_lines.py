@@ -35,7 +35,7 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
         return raw
 
     # a process's start or a failover is read (its line is used) but is no lease event of a job
-    # (leaselog.elapsed_clock reads the one, the fleet's facts keep the other)
+    # (leaselog.clocks.undo reads the one, the fleet's facts keep the other)
     reports = {st.index: st.report for st in streams}
     for file_index, n in (
         raw.filter(pl.col("event").is_in(JOBLESS_EVENTS)).group_by("file_index").len().iter_rows()

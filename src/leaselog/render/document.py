@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import orjson
+import polars as pl
 
 from leaselog.findings import gc_paused, iso, json_dicts
 
@@ -31,10 +32,11 @@ def _document(a: Analysis, findings: list[dict[str, Any]]) -> dict[str, Any]:
     c = a.counts()
     lo, hi, n_wall, n = c.wall_start, c.wall_end, c.wall_events, c.events
     totals = a.line_totals()
+    resolutions = _coarse_files(a)
     return {
         "version": JSON_VERSION,
         "lines": totals,
-        "inputs": [_input_dict(a, r) for r in a.input_reports],
+        "inputs": [_input_dict(a, r, resolutions) for r in a.input_reports],
         "jobs": c.jobs,
         "executions": c.executions,
         "timeRange": {
@@ -53,12 +55,25 @@ def _document(a: Analysis, findings: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _input_dict(a: Analysis, r: InputReport) -> dict[str, Any]:
+def _input_dict(a: Analysis, r: InputReport, resolutions: dict[str, float]) -> dict[str, Any]:
     d = r.as_dict()
     zone = a.local_time_files.get(r.path)
     if zone is not None:
         d["localTimeZone"] = zone  # the file has timestamps without a zone, read in this one
+    resolution = resolutions.get(r.path)
+    if resolution is not None:
+        d["timeResolutionMs"] = resolution  # its times are written coarser than 1 ms (whole seconds: 1000)
     return d
+
+
+def _coarse_files(a: Analysis) -> dict[str, float]:
+    """file -> its time resolution (ms), for the files written coarser than 1 ms (the events'
+    `ts_resolution_ms`, leaselog.clocks.resolution)."""
+    column = "ts_resolution_ms"
+    if column not in a.events.columns or not a.events.height:
+        return {}
+    coarse = a.events.lazy().filter(pl.col(column) > 1.0).group_by("file").agg(pl.col(column).max()).collect()
+    return {str(f): float(v) for f, v in coarse.iter_rows()}
 
 
 def write_json(a: Analysis, path: str | Path | IO[bytes]) -> None:

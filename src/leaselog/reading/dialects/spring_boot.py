@@ -12,7 +12,7 @@ line is no lease event and names no job. It says that a new process began at its
 is the moment an `elapsedMs` counted from the process's start counts from. leaselog reads it as
 `process_started` (with `elapsed_ms` the uptime) for one purpose: where a pod's `elapsedMs` runs on past
 a restart (the new process's count at its first lease line exceeds the old one's last), the line tells a
-restart from a forward step of the clock (leaselog.elapsed_clock). The events frame does not keep it.
+restart from a forward step of the clock (leaselog.clocks.undo). The events frame does not keep it.
 """
 
 from __future__ import annotations

@@ -27,36 +27,21 @@ from __future__ import annotations
 
 import polars as pl
 
+from leaselog.clocks.resolution import RESOLUTION_COLUMN, coarse_ms
+from leaselog.clocks.rules import (
+    CLOSES,
+    LIFECYCLE,
+    disagrees,
+    is_timeline,
+    ms,
+    restart_explains,
+    same_step,
+    spike,
+)
 from leaselog.vocabulary import PROCESS_STARTED
-from leaselog.write_order import LIFECYCLE, write_positions
+from leaselog.write_order import write_positions
 
-__all__ = ["LIFECYCLE", "same_step", "spike", "undo_clock_steps"]
-
-
-def spike(keys: list[str], jitter_ms: float) -> pl.Expr:
-    """True where `_off` (a drift beyond the jitter, in `_drift`) is one half of a spike: the next (or
-    previous) pair of the same group drifts back by as much, within the jitter. One line out of step with
-    both its neighbours is that line's own time, not a step of the clock. The frame is sorted by `keys`,
-    then line order."""
-    new = pl.lit(False)
-    for k in keys:
-        new = new | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
-    last = new.shift(-1).fill_null(True)
-    d = pl.col("_drift")
-    with_next = ~last & pl.col("_off").shift(-1) & ((d + d.shift(-1)).abs() <= jitter_ms)
-    with_prev = ~new & pl.col("_off").shift(1) & ((d + d.shift(1)).abs() <= jitter_ms)
-    return (pl.col("_off") & (with_next.fill_null(False) | with_prev.fill_null(False))).fill_null(False)
-
-
-def same_step(jitter_ms: float) -> pl.Expr:
-    """True on a detected step (rows sorted by `_p`, then `line`; columns `prev_line`, `line`, `_drift`)
-    that is the one the row before it already shows: one clock steps for every thread of its pod, so two
-    lanes of a pod's file (threads, executions) each see it between their own two lines, and those two
-    spans overlap, with the same size within the jitter."""
-    same_p = pl.col("_p") == pl.col("_p").shift(1)
-    overlaps = pl.col("prev_line") < pl.col("line").shift(1)
-    alike = (pl.col("_drift") - pl.col("_drift").shift(1)).abs() <= jitter_ms
-    return (same_p & overlaps & alike).fill_null(False)
+__all__ = ["undo_clock_steps"]
 
 
 def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
@@ -72,6 +57,8 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     pod = pl.col("pod").fill_null("")
     # the container instance, where the lines name it: another one on the pod is a restarted process
     container = pl.col("container_id") if "container_id" in df.columns else pl.lit(None, dtype=pl.String)
+    # what truncation alone makes the file's times disagree with elapsedMs by (leaselog.clocks.resolution)
+    coarse = coarse_ms(pl.col(RESOLUTION_COLUMN)) if RESOLUTION_COLUMN in df.columns else pl.lit(0.0)
     narrow = (
         df.lazy()
         .with_row_index("_row")
@@ -91,11 +78,12 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             "event",
             "execution_id",
             container.alias("_c"),
+            coarse.alias("_coarse"),
             (pl.col("event") == PROCESS_STARTED).alias("_start"),
             pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8).alias("_rank"),
             # whether the run is over at this line (an attempt turned away, a finish, a stop, a release)
             pl.when(pl.col("event").is_in(list(LIFECYCLE)))
-            .then(pl.col("event").is_in(["lock_denied", "job_finished", "job_stopped", "lock_released"]))
+            .then(pl.col("event").is_in(CLOSES))
             .alias("_closes"),
             pl.col("event").is_in(["job_finished", "job_stopped"]).alias("_fin"),
             (pl.col("event") == "lock_released").alias("_rel"),
@@ -177,22 +165,21 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         return pl.when(~new_g).then(pl.col(c).shift(1))
 
     el = el.with_columns(
-        (
-            (pl.col("t_wall") - prev("t_wall")).dt.total_microseconds() / 1000
-            - (pl.col("elapsed_ms") - prev("elapsed_ms"))
-        ).alias("_drift"),
+        (ms(pl.col("t_wall") - prev("t_wall")) - (pl.col("elapsed_ms") - prev("elapsed_ms"))).alias("_drift"),
         prev("line").alias("prev_line"),
         prev("t_wall").alias("_prev_t"),
         prev("elapsed_ms").alias("_prev_el"),
         prev("_life").alias("_prev_life"),
         prev("execution_id").alias("_prev_x"),
     )
-    drift_off = (pl.col("_drift").abs() > jitter_ms).fill_null(False)
+    # (a step only beyond the jitter and the time resolution: truncated times disagree by up to it)
+    tol = jitter_ms + pl.col("_coarse")
+    drift_off = disagrees(pl.col("_drift"), tol).fill_null(False)
     if not el.select(drift_off.any()).item():
         return none
     # a line whose two sides drift by opposite amounts is that line's own time (stamped late, a pause
     # between reading elapsedMs and the clock), not a step: it is left as logged
-    el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], jitter_ms).alias("_spike"))
+    el = el.with_columns(drift_off.alias("_off")).with_columns(spike(["_g"], tol).alias("_spike"))
     # whether elapsedMs is a timeline is the logger's habit: it is judged over every lane of the job on
     # the pod in the file (one thread alone may log too few lines to tell)
     timeline = (
@@ -201,33 +188,29 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             (pl.col("_drift").is_not_null() & ~pl.col("_off")).sum().alias("_agree"),
             pl.col("_off").sum().alias("_disagree"),
         )
-        .filter((pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree")))
+        .filter(is_timeline(pl.col("_agree"), pl.col("_disagree")))
         .select("_p")
     )
-    # a jump forward between two runs (the earlier one over, not living on) whose first line's elapsedMs is
-    # shorter than the wall-clock gap before it reads as well as a process that started inside the gap
-    # and counted anew: the logs cannot tell, and the lines stay as logged (leaselog.checks.clock_steps
-    # reports the jump as an uncertain step)
-    gap = (pl.col("t_wall") - pl.col("_prev_t")).dt.total_microseconds() / 1000
-    restart = (
-        (pl.col("_drift") > 0)
-        & (pl.col("_life") != pl.col("_prev_life"))
-        & ~pl.col("_both")
-        & (pl.col("elapsed_ms") < gap)
-        # (a line that names its container says the process did not restart: its container is the one
-        # of the line before, or an epoch would have begun)
-        & pl.col("_c").is_null()
-    ).fill_null(False)
-    # (not where the earlier run, by its own execution id, logs a line after it: it lived across; an id
-    # the two runs share, as a restarted process's counter gives, says nothing of that)
+    # a jump forward between two runs (the earlier one over, not living on) that a restart explains as
+    # well (leaselog.clocks.rules.restart_explains): the logs cannot tell, and the lines stay as logged
+    # (leaselog.clocks.steps reports the jump as an uncertain step)
     last = narrow.group_by("_p", "execution_id").agg(pl.col("line").max().alias("_last"))
     restarts = (
-        el.filter(restart)
-        .join(last.rename({"execution_id": "_prev_x"}), on=["_p", "_prev_x"], how="left")
+        el.join(last.rename({"execution_id": "_prev_x"}), on=["_p", "_prev_x"], how="left")
         .filter(
-            pl.col("_last").is_null()
-            | (pl.col("_last") <= pl.col("line"))
-            | pl.col("_prev_x").eq_missing(pl.col("execution_id"))
+            restart_explains(
+                # (a run: the lines of one lane in one lifecycle; one left open that logs its end after
+                # the next began lived on beside it)
+                (pl.col("_life") != pl.col("_prev_life")) & ~pl.col("_both"),
+                pl.col("_drift"),
+                pl.col("elapsed_ms"),
+                ms(pl.col("t_wall") - pl.col("_prev_t")),
+                pl.col("_c"),
+                pl.col("_last"),
+                pl.col("line"),
+                pl.col("_prev_x"),
+                pl.col("execution_id"),
+            )
         )
         .select("_p", "line")
     )
@@ -235,10 +218,10 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         el.join(timeline, on="_p", how="semi")
         .filter(pl.col("_off") & ~pl.col("_spike"))
         .join(restarts, on=["_p", "line"], how="anti")
-        .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el")
+        .select("_p", "line", "prev_line", "_drift", "_prev_t", "_prev_el", "_coarse")
         .sort("_p", "line")
     )
-    steps = steps.filter(~same_step(jitter_ms))
+    steps = steps.filter(~same_step(tol))
     # a step moves every line after it against every line before it (back to the step before): where an
     # earlier line of the job on the pod agrees with the step's first line, the line before it was of
     # another origin (two attempts of one pod interleaved without ids or threads), not a step
@@ -253,11 +236,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .join(steps.select("_s", "_p", "_since", "prev_line").join(at, on="_s"), on="_p")
         .filter((pl.col("line") >= pl.col("_since")) & (pl.col("line") < pl.col("prev_line")))
         .filter(
-            (
-                (pl.col("_tl") - pl.col("t_wall")).dt.total_microseconds() / 1000
-                - (pl.col("_el") - pl.col("elapsed_ms"))
-            ).abs()
-            <= jitter_ms
+            ~disagrees(ms(pl.col("_tl") - pl.col("t_wall")) - (pl.col("_el") - pl.col("elapsed_ms")), tol)
         )
         .select("_s")
         .unique()
@@ -276,12 +255,10 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .join(steps.with_row_index("_s"), on="_p")
         .filter((pl.col("_l") > pl.col("prev_line")) & (pl.col("_l") < pl.col("line")))
         .filter(
-            (
-                (pl.col("_t") - pl.col("_prev_t")).dt.total_microseconds() / 1000
-                - (pl.col("_e") - pl.col("_prev_el"))
-                - pl.col("_drift")
-            ).abs()
-            <= jitter_ms
+            ~disagrees(
+                ms(pl.col("_t") - pl.col("_prev_t")) - (pl.col("_e") - pl.col("_prev_el")) - pl.col("_drift"),
+                tol,
+            )
         )
         .group_by("_s")
         .agg(pl.col("_l").min().alias("_first"))

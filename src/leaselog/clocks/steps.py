@@ -9,7 +9,7 @@ when that clock stepped (an NTP step, a VM resumed with a stale clock):
   disagreement (forward or back).
 
 The times compared are the logged ones (`clock_step_ms` added back where the events were built with a
-step undone: `leaselog.elapsed_clock`). The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
+step undone: `leaselog.clocks.undo`). The log's line order is read from the file (`file`, `line`), not from `seq`: the events are numbered by
 time within a file (a log written newest first, an async appender's small reorderings), which would
 put the lines after a backward step before the ones they follow. A file written newest first (an export)
 is read in reverse line order: its runs' lifecycles (trigger, acquisition, start, end, release) run
@@ -31,9 +31,20 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.checks.contract import CheckContext, derived
-from leaselog.elapsed_clock import LIFECYCLE, spike
+from leaselog.clocks.resolution import RESOLUTION_COLUMN, coarse_ms
+from leaselog.clocks.rules import (
+    CLOSES,
+    LIFECYCLE,
+    disagrees,
+    is_timeline,
+    ms,
+    new_group,
+    restart_explains,
+    spike,
+)
 from leaselog.write_order import write_positions
+
+__all__ = ["STEP_COLUMNS", "clock_steps", "execution_steps"]
 
 # the columns of `clock_steps` (one row per step: the line before it and the first line after it)
 STEP_COLUMNS: dict[str, pl.DataType] = {
@@ -49,7 +60,7 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     # signed: + the clock jumped forward, - it stepped back (exact when `exact`, else a lower bound)
     "step_ms": pl.Float64(),
     "exact": pl.Boolean(),
-    # the events after it are read with the step undone (`clock_step_ms` set: leaselog.elapsed_clock)
+    # the events after it are read with the step undone (`clock_step_ms` set: leaselog.clocks.undo)
     "undone": pl.Boolean(),
     # how far the timestamps run backwards from the line before to this one (null: they do not)
     "back_ms": pl.Float64(),
@@ -58,23 +69,17 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     # a forward step between two runs that a restart of the process explains as well (null: none can):
     # the moment the new process would have started (`at` less its elapsedMs)
     "restart_at": pl.Datetime("us", "UTC"),
+    # how far the step's true size may lie either side of `step_ms` through the file's time resolution
+    # alone (leaselog.clocks.resolution; 0: the times are as fine as the figures)
+    "within_ms": pl.Float64(),
 }
 
 # one execution's lines on one pod in one file (its lifecycle and its elapsedMs are compared along it)
 _GROUP = ["job_id", "_pod", "file", "execution_id"]
 
 
-def _new_group(keys: list[str]) -> pl.Expr:
-    """True on the first row of each run of equal keys (the frame sorted by them); `.over` is slow with
-    one group per job and pod."""
-    start = pl.lit(False)
-    for k in keys:
-        start = start | pl.col(k).ne_missing(pl.col(k).shift(1)).fill_null(True)
-    return start
-
-
 def _prev(col: str, keys: list[str]) -> pl.Expr:
-    return pl.when(~_new_group(keys)).then(pl.col(col).shift(1))
+    return pl.when(~new_group(keys)).then(pl.col(col).shift(1))
 
 
 # a step's row before it is phrased: its first line and the line before it (the place in write order,
@@ -104,55 +109,19 @@ def _line_before(keys: list[str]) -> list[pl.Expr]:
     ]
 
 
-def _ms(delta: pl.Expr) -> pl.Expr:
-    return delta.dt.total_microseconds() / 1000
-
-
-def _nothing_to_see(events: pl.DataFrame, jitter_ms: float) -> bool:
-    """True when no line can show a step, found without sorting: no step was undone (`clock_step_ms` all
-    null) and, the events being in `seq` order, no file's lines come out of line order (build_events puts a
-    file's lines in time order, so its time never runs back in line order). Most inputs."""
+def _nothing_to_see(events: pl.DataFrame) -> bool:
+    """True when no line can show a step, found without sorting (most inputs): no step was undone
+    (`clock_step_ms` all null), no wall-clock line carries elapsedMs (nothing to hold the clock against),
+    and, the events being in `seq` order, no file's lines come out of line order (build_events puts a
+    file's lines in time order, so its time never runs back in line order)."""
     if "clock_step_ms" not in events.columns or events["clock_step_ms"].null_count() != events.height:
+        return False
+    if events.select((pl.col("elapsed_ms").is_not_null() & (pl.col("clock") == "wall")).any()).item():
         return False
     if not events["seq"].is_sorted():
         return False
     back = (pl.col("file") == pl.col("file").shift(1)) & (pl.col("line") < pl.col("line").shift(1))
-    if bool(events.select(back.fill_null(False).any()).item()):
-        return False
-    # elapsed_clock undoes a step it sees within one lane (a thread): one execution whose lines span two
-    # threads (its work and its renewals) can show a step only across them. Its wall clock less its
-    # elapsedMs (the moment elapsedMs counts from) stays put within the jitter unless its clock stepped
-    origin = (pl.col("t").dt.epoch("us") / 1000 - pl.col("elapsed_ms")).alias("_origin")
-    timed = events.lazy().filter(pl.col("elapsed_ms").is_not_null() & (pl.col("clock") == "wall"))
-    spread = (
-        timed.group_by("job_id", "pod", "file", "execution_id")
-        .agg((origin.max() - origin.min()).alias("_spread"))
-        .select(pl.col("_spread").max())
-        .collect()
-        .item()
-    )
-    if spread is not None and spread > jitter_ms:
-        return False
-    # nor from one run to the next of the job on the pod: the moment elapsedMs counts from moves on while
-    # elapsedMs does not go back, and no start-up line lies between (a jump a restart may explain, left as
-    # logged: leaselog.elapsed_clock)
-    pod = pl.struct("job_id", "pod", "file").hash()
-    fresh = pl.col("new_origin").fill_null(False) if "new_origin" in events.columns else pl.lit(False)
-    jump = (
-        timed.select(origin, "elapsed_ms", fresh.alias("_fresh"), pod.alias("_k"))
-        .select(
-            (
-                (pl.col("_origin") - pl.col("_origin").shift(1).over("_k") > jitter_ms)
-                & (pl.col("elapsed_ms") >= pl.col("elapsed_ms").shift(1).over("_k"))
-                & ~pl.col("_fresh")
-            )
-            .fill_null(False)
-            .any()
-        )
-        .collect()
-        .item()
-    )
-    return not jump
+    return not bool(events.select(back.fill_null(False).any()).item())
 
 
 def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
@@ -160,13 +129,14 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     and line order."""
     if not events.height:
         return pl.DataFrame(schema=STEP_COLUMNS)
-    if _nothing_to_see(events, jitter_ms):
+    if _nothing_to_see(events):
         return pl.DataFrame(schema=STEP_COLUMNS)
     # the times as logged: a step inside an execution is undone when the events are built
-    # (`leaselog.elapsed_clock`), and `clock_step_ms` says by how much
+    # (`leaselog.clocks.undo`), and `clock_step_ms` says by how much
     undone = pl.col("clock_step_ms") if "clock_step_ms" in events.columns else pl.lit(None, dtype=pl.Float64)
     fresh = pl.col("new_origin").fill_null(False) if "new_origin" in events.columns else pl.lit(False)
     container = pl.col("container_id") if "container_id" in events.columns else pl.lit(None, dtype=pl.String)
+    coarse = coarse_ms(pl.col(RESOLUTION_COLUMN)) if RESOLUTION_COLUMN in events.columns else pl.lit(0.0)
     logged = pl.col("t") + pl.duration(microseconds=(undone.fill_null(0.0) * 1000).round(0).cast(pl.Int64))
     x = (
         events.lazy()
@@ -185,6 +155,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             undone.fill_null(0.0).alias("_undo"),
             fresh.alias("_fresh"),
             container.alias("_c"),
+            coarse.alias("_coarse"),
             # the lane a log is written in order along: a thread (one writes its lines one after the
             # other, whatever execution they are of); a log that names no thread is one lane per pod
             pl.col("thread").fill_null("").alias("_lane"),
@@ -208,8 +179,8 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     # (a run's trigger, acquisition, start, end and release come in that order, whatever the clock says);
     # where it cannot, the times of all the file's lines do
     rank = pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8)
-    step = rank - pl.when(~_new_group(_GROUP)).then(rank.shift(1))
-    dt = _ms(pl.col("t") - _prev("t", ["file"]))
+    step = rank - pl.when(~new_group(_GROUP)).then(rank.shift(1))
+    dt = ms(pl.col("t") - _prev("t", ["file"]))
     lifecycle = (
         x.with_columns(step.alias("_dr"))
         .group_by("file")
@@ -262,8 +233,8 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             _prev("elapsed_ms", lanes).alias("_prev_el"),
             _prev("_ord", lanes).alias("prev_ord"),
         )
-        .with_columns(_ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
-        .filter(pl.col("back_ms") > jitter_ms)
+        .with_columns(ms(pl.col("prev_at") - pl.col("t")).alias("back_ms"))
+        .filter(pl.col("back_ms") > jitter_ms + pl.col("_coarse"))
     )
     # (b) consecutive lines of one execution whose wall clock disagrees with their elapsedMs
     keys = _GROUP
@@ -278,14 +249,16 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         )
         .with_columns(
             (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms")).alias("_del"),
-            (_ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
+            (ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
                 "_drift"
             ),
         )
     )
     # elapsedMs is a timeline only where it never goes back and most steps agree with the wall clock
     # (an `elapsedMs` that is the duration of one operation agrees nowhere): a level shift, not noise
-    off = pl.col("_drift").abs() > jitter_ms
+    # (beyond the jitter and the time resolution: truncated times disagree with elapsedMs by up to it)
+    tol = jitter_ms + pl.col("_coarse")
+    off = disagrees(pl.col("_drift"), tol)
     timeline = (
         e.group_by(keys)
         .agg(
@@ -293,16 +266,12 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             (~off).sum().alias("_agree"),
             off.sum().alias("_disagree"),
         )
-        .filter(
-            pl.col("_monotonic") & (pl.col("_agree") >= 2) & (pl.col("_agree") >= 2 * pl.col("_disagree"))
-        )
+        .filter(pl.col("_monotonic") & is_timeline(pl.col("_agree"), pl.col("_disagree")))
         .select(keys)
     )
     # one line whose two sides disagree by opposite amounts is that line's own time (stamped late, a pause
     # between reading elapsedMs and the clock), not a step of the clock
-    e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(
-        spike(keys, jitter_ms).alias("_spike")
-    )
+    e = e.with_columns(off.fill_null(False).alias("_off")).with_columns(spike(keys, tol).alias("_spike"))
     # (a row is told by its place in write order: one line can hold several records, an OTLP batch)
     back = back.join(e.filter("_spike").select("_ord"), on="_ord", how="anti")
     exact = (
@@ -311,7 +280,7 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .with_columns(pl.col("execution_id").alias("prev_execution_id"), pl.col("_drift").alias("step_ms"))
         .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
-    # (c) where the events were built with a step undone (leaselog.elapsed_clock: along the job's lines on
+    # (c) where the events were built with a step undone (leaselog.clocks.undo: along the job's lines on
     # the pod, across its runs), the step is where the correction changes
     pod_lines = ["job_id", "_pod", "file"]
     moved = (
@@ -324,10 +293,10 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
     # (d) a jump forward between two runs that a restart explains as well is left as logged
-    # (leaselog.elapsed_clock): it is where the job's lines on the pod with elapsedMs, one run over and the
+    # (leaselog.clocks.undo): it is where the job's lines on the pod with elapsedMs, one run over and the
     # next begun with no start-up line between, advance more on the wall clock than on elapsedMs (kept
     # only where a restart explains it: `_restart_at`)
-    closes = pl.col("event").is_in(["lock_denied", "job_finished", "job_stopped", "lock_released"])
+    closes = pl.col("event").is_in(CLOSES)
     begins = (
         pl.col("event").replace_strict(LIFECYCLE, default=None, return_dtype=pl.Int8)
         <= LIFECYCLE["job_started"]
@@ -337,11 +306,11 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .sort([*pod_lines, "_w"])
         .with_columns(
             *_line_before(pod_lines),
-            pl.when(~_new_group(pod_lines)).then(closes.shift(1)).alias("_closed"),
+            pl.when(~new_group(pod_lines)).then(closes.shift(1)).alias("_closed"),
             (pl.col("_undo") == _prev("_undo", pod_lines)).alias("_same_undo"),
         )
         .with_columns(
-            (_ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
+            (ms(pl.col("t") - pl.col("prev_at")) - (pl.col("elapsed_ms") - pl.col("prev_elapsed_ms"))).alias(
                 "step_ms"
             )
         )
@@ -350,14 +319,14 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
             & begins.fill_null(False)
             & ~pl.col("_fresh")
             & (pl.col("elapsed_ms") >= pl.col("prev_elapsed_ms")).fill_null(False)
-            & (pl.col("step_ms") > jitter_ms).fill_null(False)
+            & (pl.col("step_ms") > tol).fill_null(False)
             & pl.col("_same_undo").fill_null(False)
         )
         .select(*_STEP_ROW, pl.lit(True).alias("exact"))
     )
     exact = pl.concat([exact, moved.join(exact, on="_ord", how="anti")])
     exact = pl.concat([exact, jumps.join(exact, on="_ord", how="anti")])
-    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord", "_c")
+    rows = x.select("pod", "_pod", "execution_id", "t", "elapsed_ms", "_moved", "_ord", "_c", "_coarse")
     found = (
         exact.join(back.select("_ord", "back_ms"), on="_ord", how="left")
         .vstack(
@@ -388,7 +357,11 @@ def clock_steps(events: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         )
     )
     # a jump of (d) that no restart explains was undone (and found by (c)), or is none
-    found = _restart_at(found, x).filter(~pl.col("_jump") | pl.col("restart_at").is_not_null())
+    found = (
+        _restart_at(found, x)
+        .filter(~pl.col("_jump") | pl.col("restart_at").is_not_null())
+        .with_columns(pl.col("_coarse").fill_null(0.0).alias("within_ms"))
+    )
     return (
         found.select([pl.col("t").alias("at") if c == "at" else pl.col(c) for c in STEP_COLUMNS])
         .cast(pl.Schema(STEP_COLUMNS))
@@ -402,7 +375,7 @@ def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
     well as a restart of the process (it counted elapsedMs anew, from a start after the line before; a
     restart always reads as a forward step: the new process's elapsedMs runs past the old one's last
     value only if it began after it). A start-up line between would have said so (a new elapsedMs
-    origin: leaselog.elapsed_clock); without one the logs cannot tell. A run that logs a line after the
+    origin: leaselog.clocks.undo); without one the logs cannot tell. A run that logs a line after the
     step's first line lived across it: its process did not restart. Nor did it where the line names its
     container: another container would have begun a new origin."""
     last = (
@@ -411,16 +384,19 @@ def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.col("_ord").max().alias("_prev_last"))
         .rename({"execution_id": "prev_execution_id"})
     )
-    gap = _ms(pl.col("t") - pl.col("prev_at"))
-    restart = (
-        pl.col("exact")
-        & (pl.col("step_ms") > 0)
-        & pl.col("prev_execution_id").is_not_null()
-        & pl.col("prev_execution_id").ne_missing(pl.col("execution_id"))
-        & (pl.col("elapsed_ms") < gap)
-        & (pl.col("_prev_last") <= pl.col("_ord"))
-        & pl.col("_c").is_null()
-    ).fill_null(False)
+    restart = pl.col("exact") & restart_explains(
+        # (the executions are told apart by now: another one is another run)
+        pl.col("prev_execution_id").is_not_null()
+        & pl.col("prev_execution_id").ne_missing(pl.col("execution_id")),
+        pl.col("step_ms"),
+        pl.col("elapsed_ms"),
+        ms(pl.col("t") - pl.col("prev_at")),
+        pl.col("_c"),
+        pl.col("_prev_last"),
+        pl.col("_ord"),
+        pl.col("prev_execution_id"),
+        pl.col("execution_id"),
+    )
     return (
         found.join(
             last, on=["job_id", "_pod", "file", "prev_execution_id"], how="left", maintain_order="left"
@@ -436,7 +412,7 @@ def _restart_at(found: pl.DataFrame, x: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
+def _one_per_step(found: pl.DataFrame, jitter: float) -> pl.DataFrame:
     """One row per step of a pod's clock: the lanes of a pod's file (its threads, its executions) that
     each saw it between two of their lines (spans that overlap, the same way, alike in size or one only a
     lower bound) show the same step; the one elapsedMs sized is kept, else the largest."""
@@ -448,6 +424,7 @@ def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     same_p = pl.col("_p") == pl.col("_p").shift(1)
     overlaps = pl.col("_po") < pl.col("_o").shift(1)
     d, d0 = pl.col("step_ms"), pl.col("step_ms").shift(1)
+    jitter_ms = jitter + pl.col("_coarse").fill_null(0.0)
     alike = ((d - d0).abs() <= jitter_ms) | (
         (d.sign() == d0.sign())
         & (
@@ -463,11 +440,6 @@ def _one_per_step(found: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
         .unique("_step", keep="first", maintain_order=True)
         .drop("_p", "_o", "_po", "_step")
     )
-
-
-def steps_of(ctx: CheckContext) -> pl.DataFrame:
-    """`clock_steps` of the context's events, computed once per analysis."""
-    return derived(ctx, "clock_steps", lambda: clock_steps(ctx.events, ctx.settings.clock_jitter_ms))
 
 
 def execution_steps(steps: pl.DataFrame) -> pl.DataFrame:
