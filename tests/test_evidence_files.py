@@ -33,11 +33,17 @@ _CRI = re.compile(r"^\S+ (?:stdout|stderr) ([PF]) ")
 
 
 def _record(file: str, line: int) -> str | None:
-    """The log record starting on a line: a CRI partial line (`P`) continues on the next lines."""
+    """The log record starting on a line: a CRI partial line (`P`) continues on the next lines, and a record
+    of a JSON document on the lines to its closing bracket."""
     lines = Path(file).read_text(encoding="utf-8").splitlines()
     if not 1 <= line <= len(lines):
         return None
     text, i = lines[line - 1], line - 1
+    if text.strip() in ("{", "["):
+        # a record of a JSON document (an export) starts on this line and runs to its closing bracket
+        rest = "\n".join(lines[i:]).lstrip()
+        end = json.JSONDecoder().raw_decode(rest)[1]
+        return rest[:end]
     while (m := _CRI.match(lines[i])) and m.group(1) == "P" and i + 1 < len(lines):
         i += 1
         nxt = _CRI.match(lines[i])

@@ -53,6 +53,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "leaselog.version",
             "leaselog.values",
             "leaselog.timebase",
+            "leaselog.time_resolution",
             "leaselog.write_order",
             "leaselog.thread_spellings",
             "leaselog.dialect_rows",

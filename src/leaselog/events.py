@@ -15,11 +15,11 @@ from typing import Any
 import polars as pl
 import polars.selectors as cs
 
-from leaselog.clocks.resolution import time_resolution
 from leaselog.config import Settings
 from leaselog.dialect_rows import settle_lease_ends
 from leaselog.reading.fields import RAW_COLUMNS
 from leaselog.thread_spellings import whole_thread_names
+from leaselog.time_resolution import time_resolution
 from leaselog.timebase import gathered
 from leaselog.values import TIME_SHAPES, fall_back, times, typed_values
 
@@ -58,7 +58,7 @@ EVENT_SCHEMA: dict[str, pl.DataType] = {
     "clock_step_ms": pl.Float64(),
     # the job's first line on the pod after a process's start-up line: elapsedMs counts anew from it
     "new_origin": pl.Boolean(),
-    # the time resolution of the line's file, ms (leaselog.clocks.resolution; null: no wall-clock time)
+    # the time resolution of the line's file, ms (leaselog.time_resolution; null: no wall-clock time)
     "ts_resolution_ms": pl.Float64(),
     "lease_ms": pl.Int64(),
     "fencing_token": pl.Int64(),

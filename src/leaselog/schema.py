@@ -103,7 +103,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
             "ts_resolution_ms",
             _F,
             "how finely the line's file writes its timestamps, ms (1000: whole seconds; 1: milliseconds): its "
-            "times are truncated to it (leaselog.clocks.resolution; null: no wall-clock time)",
+            "times are truncated to it (leaselog.time_resolution; null: no wall-clock time)",
         ),
         ("lease_ms", _I, "leaseMs: the TTL granted (lock_acquired)"),
         ("fencing_token", _I, "fencing token of the lease (lock_acquired) or of a write (completion)"),

@@ -1,6 +1,6 @@
 """Figures between coarse timestamps: the range the truncated times allow, and whether they prove a kind.
 
-A time written to whole seconds says the moment lies within that second (`leaselog.clocks.resolution`).
+A time written to whole seconds says the moment lies within that second (`leaselog.time_resolution`).
 A figure measured between two such times (an overlap, a zombie time) is then known only to within the
 resolution either way: the true value lies strictly between the figure less the resolution and the figure
 plus it. A finding is certain only where that range proves its kind: above zero on one pod's clock, above
@@ -13,7 +13,7 @@ import polars as pl
 
 from leaselog.checks.contract import CheckContext, derived
 from leaselog.checks.phrasing import durations, resolution_words
-from leaselog.clocks.resolution import execution_resolution
+from leaselog.time_resolution import execution_resolution
 
 __all__ = [
     "resolution_certainty",

@@ -51,7 +51,7 @@ def new_group(keys: list[str]) -> pl.Expr:
 
 def disagrees(drift: pl.Expr, jitter_ms: float | pl.Expr) -> pl.Expr:
     """True where a drift (wall-clock difference less elapsedMs difference, ms) is beyond the jitter (a
-    number, or an expression: the jitter with the file's time resolution added, leaselog.clocks.resolution)."""
+    number, or an expression: the jitter with the file's time resolution added, leaselog.time_resolution)."""
     return drift.abs() > jitter_ms
 
 

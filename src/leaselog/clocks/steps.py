@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.clocks.resolution import RESOLUTION_COLUMN, coarse_ms
 from leaselog.clocks.rules import (
     CLOSES,
     LIFECYCLE,
@@ -42,6 +41,7 @@ from leaselog.clocks.rules import (
     restart_explains,
     spike,
 )
+from leaselog.time_resolution import RESOLUTION_COLUMN, coarse_ms
 from leaselog.write_order import write_positions
 
 __all__ = ["STEP_COLUMNS", "clock_steps", "execution_steps"]
@@ -70,7 +70,7 @@ STEP_COLUMNS: dict[str, pl.DataType] = {
     # the moment the new process would have started (`at` less its elapsedMs)
     "restart_at": pl.Datetime("us", "UTC"),
     # how far the step's true size may lie either side of `step_ms` through the file's time resolution
-    # alone (leaselog.clocks.resolution; 0: the times are as fine as the figures)
+    # alone (leaselog.time_resolution; 0: the times are as fine as the figures)
     "within_ms": pl.Float64(),
 }
 

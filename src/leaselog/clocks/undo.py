@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from leaselog.clocks.resolution import RESOLUTION_COLUMN, coarse_ms
 from leaselog.clocks.rules import (
     CLOSES,
     LIFECYCLE,
@@ -38,6 +37,7 @@ from leaselog.clocks.rules import (
     same_step,
     spike,
 )
+from leaselog.time_resolution import RESOLUTION_COLUMN, coarse_ms
 from leaselog.vocabulary import PROCESS_STARTED
 from leaselog.write_order import write_positions
 
@@ -57,7 +57,7 @@ def undo_clock_steps(df: pl.DataFrame, jitter_ms: float) -> pl.DataFrame:
     pod = pl.col("pod").fill_null("")
     # the container instance, where the lines name it: another one on the pod is a restarted process
     container = pl.col("container_id") if "container_id" in df.columns else pl.lit(None, dtype=pl.String)
-    # what truncation alone makes the file's times disagree with elapsedMs by (leaselog.clocks.resolution)
+    # what truncation alone makes the file's times disagree with elapsedMs by (leaselog.time_resolution)
     coarse = coarse_ms(pl.col(RESOLUTION_COLUMN)) if RESOLUTION_COLUMN in df.columns else pl.lit(0.0)
     narrow = (
         df.lazy()

@@ -68,7 +68,7 @@ def _input_dict(a: Analysis, r: InputReport, resolutions: dict[str, float]) -> d
 
 def _coarse_files(a: Analysis) -> dict[str, float]:
     """file -> its time resolution (ms), for the files written coarser than 1 ms (the events'
-    `ts_resolution_ms`, leaselog.clocks.resolution)."""
+    `ts_resolution_ms`, leaselog.time_resolution)."""
     column = "ts_resolution_ms"
     if column not in a.events.columns or not a.events.height:
         return {}
