@@ -1,0 +1,162 @@
+"""The real Python loggers (the standard library's `logging`, python-json-logger, loguru) writing the article's
+incident and a clean fleet: read with no leaselog.toml, they tell the flat JSON's story with its exact
+figures, a clean fleet stays quiet, an empty file is no error, and a malformed line is located by
+file:line without changing how its neighbours are read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import python_loggers as real
+import shapes
+
+import leaselog
+
+# the format each layout's files are detected as
+DETECTED = {
+    "stdlib-console": "python-logging",
+    "stdlib-basic": "python-logging",
+    "stdlib-cookbook": "python-logging",
+    "stdlib-json-format": "flat",
+    "stdlib-default": "python-basic",
+    "python-json-logger": "flat",
+    "python-json-logger-timestamp": "flat",
+    "loguru": "loguru",
+}
+TIMED = sorted(n for n in real.WRITERS if n != "stdlib-default")
+CLEAN = Path(__file__).resolve().parents[2] / "sample_logs" / "clean"
+
+
+def summary(a: leaselog.Analysis) -> list[tuple[Any, ...]]:
+    out = []
+    for f in a.finding_list:
+        d = f.to_json_dict()
+        keys = ("kind", "code", "jobId", "durationMs", "executionIds", "certainty", "start", "end")
+        out.append(tuple(tuple(d[k]) if k == "executionIds" else d[k] for k in keys))
+    return sorted(out, key=repr)
+
+
+@pytest.fixture(scope="module")
+def flat() -> list[tuple[Any, ...]]:
+    return summary(leaselog.analyze(shapes.FLAT))
+
+
+def test_every_layout_is_one_the_tests_expect() -> None:
+    assert set(DETECTED) == set(real.WRITERS)
+
+
+@pytest.mark.parametrize("layout", TIMED)
+def test_real_logger_tells_the_incident_exactly(
+    layout: str, tmp_path: Path, flat: list[tuple[Any, ...]]
+) -> None:
+    real.write(layout, shapes.story(), tmp_path)
+    a = leaselog.analyze(tmp_path)
+    assert {r.format for r in a.input_reports} == {DETECTED[layout]}
+    t = a.line_totals()
+    assert t["malformed"] == 0 and t["total"] == 19
+    # every lease line read, every other line (startup, health checks, progress) unrelated, not malformed
+    assert t["used"] == 9 and t["ignored"] == 10
+    assert summary(a) == flat
+    by_kind = {f.kind: f.to_json_dict() for f in a.finding_list}
+    assert by_kind["overlapping_executions"]["durationMs"] == 151_498
+    assert by_kind["lease_outlived"]["durationMs"] == 151_900
+    assert by_kind["overlapping_executions"]["certainty"] == "certain"
+    assert by_kind["lease_outlived"]["certainty"] == "certain"
+    assert set(a.events["pod"].unique()) == {"pod-a", "pod-b"}
+
+
+def test_python_json_logger_asctime_is_the_time(tmp_path: Path) -> None:
+    """`asctime` (`2026-11-02 10:12:31,900`, local time without a zone) is the line's time: read as UTC,
+    or in --timezone."""
+    real.write("python-json-logger", shapes.story(), tmp_path)
+    first = json.loads((tmp_path / "pod-a.log").read_text().splitlines()[1])
+    assert first["asctime"] == "2026-11-02 10:00:00,000" and "ts" not in first
+    a = leaselog.analyze(tmp_path)
+    finished = a.events.filter(a.events["event"] == "job_finished").sort("t")
+    assert finished["t"][0].isoformat() == "2026-11-02T10:12:31.900000+00:00"
+    berlin = leaselog.analyze(tmp_path, timezone="Europe/Berlin")
+    t = berlin.events.filter(berlin.events["event"] == "job_finished").sort("t")["t"][0]
+    assert t.isoformat() == "2026-11-02T09:12:31.900000+00:00"
+
+
+def test_loguru_record_is_unwrapped(tmp_path: Path) -> None:
+    real.write("loguru", shapes.story(), tmp_path)
+    line = json.loads((tmp_path / "pod-a.log").read_text().splitlines()[2])
+    assert set(line) == {"text", "record"} and line["record"]["extra"]["jobId"] == "report-42"
+    a = leaselog.analyze(tmp_path)
+    acquired = a.events.filter(a.events["event"] == "lock_acquired").sort("t").row(0, named=True)
+    assert (acquired["pod"], acquired["execution_id"], acquired["lease_ms"]) == (
+        "pod-a",
+        "attempt-a",
+        600_000,
+    )
+    assert acquired["t"].isoformat() == "2026-11-02T10:00:00+00:00"
+
+
+def test_python_basic_layout_says_it_has_no_time(tmp_path: Path) -> None:
+    """BASIC_FORMAT writes no time: its lines are read, the order is their line order, and the Inputs
+    table says why under each file."""
+    real.write("stdlib-default", shapes.story(), tmp_path)
+    assert (tmp_path / "pod-a.log").read_text().startswith("INFO:report.worker:Started ")
+    a = leaselog.analyze(tmp_path)
+    assert {r.format for r in a.input_reports} == {"python-basic"}
+    assert a.line_totals()["malformed"] == 0 and a.line_totals()["used"] == 9
+    for r in a.input_reports:
+        assert any("writes no time" in n for n in r.notes()), r.notes()
+    assert "wall" not in set(a.events["clock"].cast(str))  # no line has a wall-clock time
+    # what needs no time (a release that deleted nothing) is found; no duration is claimed as measured
+    kinds = {f.kind: f.to_json_dict() for f in a.finding_list}
+    assert "stale_release" in kinds
+    for kind in ("overlapping_executions", "lease_outlived"):
+        assert kind not in kinds or kinds[kind]["certainty"] != "certain"
+
+
+@pytest.mark.parametrize("layout", sorted(real.WRITERS))
+def test_clean_fleet_stays_quiet(layout: str, tmp_path: Path) -> None:
+    pods = {
+        f.stem: [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+        for f in sorted(CLEAN.glob("*.jsonl"))
+    }
+    real.write(layout, pods, tmp_path)
+    a = leaselog.analyze(tmp_path)
+    assert a.line_totals()["malformed"] == 0
+    assert a.events.height > 0
+    if layout == "stdlib-default":
+        return  # no time: what line order cannot order is no finding's business here
+    assert [f.kind for f in a.finding_list] == [f.kind for f in leaselog.analyze(CLEAN).finding_list]
+
+
+@pytest.mark.parametrize("fmt", ["python-logging", "python-basic", "loguru"])
+def test_empty_file(fmt: str, tmp_path: Path) -> None:
+    p = tmp_path / "pod-a.log"
+    p.write_text("")
+    for opts in ({}, {"format": fmt}):
+        a = leaselog.analyze(p, **opts)
+        assert a.events.height == 0 and a.finding_list == []
+        assert a.line_totals()["malformed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("layout", "bad"),
+    [
+        ("stdlib-console", b"2026-11-02 10:00:00,000 INFO [report.worker] acquired jobId=report-42 \xff\xfe"),
+        ("stdlib-console", b"2026-11-02 10:0"),
+        ("stdlib-default", b"INFO:report.worker jobId=report-42"),
+        ("loguru", b'{"text": "x", "record": {"extra": {"jobId": "report-42"}, "time": '),
+        ("python-json-logger", b'{"asctime": "2026-11-02 10:00:00,000", "jobId": "report-42", '),
+    ],
+)
+def test_malformed_line_is_located_and_neighbours_read(layout: str, bad: bytes, tmp_path: Path) -> None:
+    real.write(layout, shapes.story(), tmp_path)
+    before = summary(leaselog.analyze(tmp_path))
+    p = tmp_path / "pod-a.log"
+    lines = p.read_bytes().splitlines(keepends=True)
+    p.write_bytes(b"".join([*lines[:3], bad + b"\n", *lines[3:]]))
+    a = leaselog.analyze(tmp_path)
+    assert a.line_totals()["malformed"] == 1
+    assert a.malformed.select("file", "line").rows() == [(str(p), 4)]
+    assert a.line_totals()["used"] == 9
+    assert summary(a) == before
