@@ -160,3 +160,38 @@ def test_malformed_line_is_located_and_neighbours_read(layout: str, bad: bytes, 
     assert a.malformed.select("file", "line").rows() == [(str(p), 4)]
     assert a.line_totals()["used"] == 9
     assert summary(a) == before
+
+
+def _volatile(line: str) -> Any:
+    """A loguru line without what depends on where and when the test ran (caller, elapsed, ids)."""
+    obj = json.loads(line)
+    rec = obj["record"]
+    for key in ("elapsed", "file", "function", "line", "module", "name"):
+        rec.pop(key)
+    rec["process"].pop("id")
+    rec["thread"].pop("id")
+    head, _, tail = obj["text"].partition(" - ")
+    obj["text"] = (head.rsplit(" | ", 1)[0], tail)
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("shape", "layout"),
+    [
+        ("python-logging", "stdlib-console"),
+        ("python-json-logger", "python-json-logger"),
+        ("loguru", "loguru"),
+    ],
+)
+def test_sample_renderer_writes_what_the_library_writes(shape: str, layout: str, tmp_path: Path) -> None:
+    """sample_logs/formats/<shape>/ comes from leaselog.reproduce.python_shapes: line for line the real
+    library's output for the same rows (loguru's caller, elapsed time and ids aside)."""
+    job = f"report-42-{shape}"
+    rendered = shapes.render_shape(shape)
+    for pod, path in real.write(layout, shapes.story(), tmp_path, job).items():
+        got = path.read_text(encoding="utf-8").splitlines()
+        want = rendered[f"{pod}.log"].splitlines()
+        if shape == "loguru":
+            assert [_volatile(x) for x in got] == [_volatile(x) for x in want]
+        else:
+            assert got == want
