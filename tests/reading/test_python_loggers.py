@@ -195,3 +195,152 @@ def test_sample_renderer_writes_what_the_library_writes(shape: str, layout: str,
             assert [_volatile(x) for x in got] == [_volatile(x) for x in want]
         else:
             assert got == want
+
+
+# ---------------------------------------------------------------- the shapes one line at a time
+
+PAIRS = "jobId=j1 executionId=e1 event=lock_acquired leaseMs=1000"
+
+
+@pytest.mark.parametrize(
+    ("line", "level", "logger", "message"),
+    [
+        (
+            f"2026-12-03 11:10:54,365 INFO [report.worker] acquired {PAIRS}",
+            "INFO",
+            "report.worker",
+            "acquired",
+        ),
+        (
+            f"2026-12-03 11:10:54,365 - report.worker - WARNING - acquired {PAIRS}",
+            "WARNING",
+            "report.worker",
+            "acquired",
+        ),
+        (
+            f"2026-12-03 11:10:54,365 [ERROR] report.worker: acquired {PAIRS}",
+            "ERROR",
+            "report.worker",
+            "acquired",
+        ),
+        (
+            f"2026-12-03 11:10:54,365 DEBUG:report.worker:acquired {PAIRS}",
+            "DEBUG",
+            "report.worker",
+            "acquired",
+        ),
+        (f"2026-12-03 11:10:54,365 Level 5 acquired {PAIRS}", "Level 5", None, "acquired"),
+        (f"2026-12-03 11:10:54,365 acquired {PAIRS}", None, None, "acquired"),
+    ],
+)
+def test_python_logging_layouts(line: str, level: str | None, logger: str | None, message: str) -> None:
+    from leaselog.reading.formats import line_format
+    from leaselog.reading.formats.python_logging import parse_python
+
+    fmt = line_format(line.encode())
+    assert fmt is not None and fmt.name == "python-logging"
+    (rec,) = parse_python(line.encode())
+    assert rec["asctime"] == "2026-12-03 11:10:54,365"
+    assert (rec.get("level"), rec.get("logger")) == (level, logger)
+    assert rec["message"].startswith(message)
+    assert (rec["jobId"], rec["executionId"], rec["event"], rec["leaseMs"]) == (
+        "j1",
+        "e1",
+        "lock_acquired",
+        "1000",
+    )
+
+
+def test_python_lines_are_not_logfmt() -> None:
+    from leaselog.reading.formats import FORMATS, Malformed
+
+    for line in (f"2026-12-03 11:10:54,365 INFO [w] {PAIRS}", f"INFO:w:{PAIRS}"):
+        with pytest.raises(Malformed, match="Python logging"):
+            FORMATS["logfmt"].parse(line.encode())
+
+
+def test_a_pair_repeated_in_a_line_last_wins(tmp_path: Path) -> None:
+    p = tmp_path / "pod-a.log"
+    p.write_text(f"2026-12-03 11:10:54,365 INFO [w] acquired {PAIRS} executionId=e2\n")
+    a = leaselog.analyze(p)
+    assert a.events["execution_id"].to_list() == ["e2"]
+    assert a.events["t"][0].isoformat() == "2026-12-03T11:10:54.365000+00:00"
+
+
+def test_message_pairs_never_override_the_json_record(tmp_path: Path) -> None:
+    """A JSON line's own keys win over its message's pairs; a line that has a job-id key reads no pairs."""
+    p = tmp_path / "pod-a.log"
+    lines = [
+        {"time": "2026-12-03 11:10:54,365", "pod": "pod-x", "message": f"acquired pod=pod-y {PAIRS}"},
+        {
+            "time": "2026-12-03 11:10:55,000",
+            "jobId": "j1",
+            "executionId": "e1",
+            "event": "job_started",
+            "pod": "pod-x",
+            "message": "started pod=pod-z jobId=j9 executionId=e9",
+        },
+    ]
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    a = leaselog.analyze(p)
+    assert a.events.select("pod", "job_id", "execution_id", "event").rows() == [
+        ("pod-x", "j1", "e1", "lock_acquired"),
+        ("pod-x", "j1", "e1", "job_started"),
+    ]
+
+
+def test_json_format_string_with_a_quote_in_the_message_is_malformed(tmp_path: Path) -> None:
+    """A JSON-looking format string does not escape `%(message)s`: such a line is malformed, located."""
+    fmt = real.STDLIB["json-format"]
+    p = tmp_path / "pod-a.log"
+    rows = [
+        {
+            "ts": "2026-12-03T11:10:54.365Z",
+            "jobId": "j1",
+            "executionId": "e1",
+            "event": "lock_acquired",
+            "message": "ok",
+        },
+        {
+            "ts": "2026-12-03T11:10:55.000Z",
+            "jobId": "j1",
+            "executionId": "e1",
+            "event": "job_started",
+            "message": 'report "q4" started',
+        },
+        {
+            "ts": "2026-12-03T11:10:56.000Z",
+            "jobId": "j1",
+            "executionId": "e1",
+            "event": "job_finished",
+            "message": "done",
+        },
+    ]
+    p.write_text(real.stdlib_lines(fmt, rows, None, "pod-a"))
+    a = leaselog.analyze(p)
+    assert a.malformed.select("file", "line").rows() == [(str(p), 2)]
+    assert a.events["event"].cast(str).to_list() == ["lock_acquired", "job_finished"]
+
+
+def test_loguru_line_inside_docker_is_unwrapped(tmp_path: Path) -> None:
+    real.write("loguru", shapes.story(), tmp_path / "app")
+    line = (tmp_path / "app" / "pod-a.log").read_text().splitlines()[2]
+    p = tmp_path / "pod-a.log"
+    p.write_text(
+        json.dumps({"log": line + "\n", "stream": "stdout", "time": "2026-11-02T10:00:00.5Z"}) + "\n"
+    )
+    a = leaselog.analyze(p)
+    assert {r.format for r in a.input_reports} == {"docker"}
+    row = a.events.row(0, named=True)
+    assert (row["event"], row["lease_ms"], row["t"].isoformat()) == (
+        "lock_acquired",
+        600_000,
+        "2026-11-02T10:00:00+00:00",
+    )
+
+
+def test_loguru_without_its_record_is_malformed() -> None:
+    from leaselog.reading.formats import FORMATS, Malformed
+
+    with pytest.raises(Malformed, match="record"):
+        FORMATS["loguru"].parse(b'{"text": "x", "record": 3}')
