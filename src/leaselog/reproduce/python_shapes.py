@@ -11,7 +11,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from leaselog.reproduce.rows import Row, kv, level, mdc_str, row_time
+from leaselog.reproduce.rows import Row, kv, level, mdc_str, row_time, thread
 from leaselog.reproduce.shapes import row_shape
 
 LOGGER = "report.worker"  # the service's module logger (`logging.getLogger(__name__)`)
@@ -76,7 +76,8 @@ def _loguru_time(t: datetime) -> str:
 @row_shape("loguru", ".log", "loguru")
 def loguru(row: Row, pod: str, job: str | None) -> list[str]:
     """loguru's `serialize=True` line: `text` (its default format, uncoloured) and the record, the pod and
-    the lease fields bound with `bind()` (under `record.extra`)."""
+    the lease fields bound with `bind()` (under `record.extra`), the thread the row names (else
+    `MainThread`)."""
     t = row_time(row).astimezone(UTC)
     lvl = python_level(row)
     no, icon = _LOGURU.get(lvl, (20, _LOGURU["INFO"][1]))
@@ -95,7 +96,7 @@ def loguru(row: Row, pod: str, job: str | None) -> list[str]:
         "module": "worker",
         "name": LOGGER,
         "process": {"id": 1, "name": "MainProcess"},
-        "thread": {"id": 140245120374592, "name": "MainThread"},
+        "thread": {"id": 140245120374592, "name": thread(row, "MainThread")},
         "time": {"repr": _loguru_time(t), "timestamp": t.timestamp()},
     }
     return [json.dumps({"text": text, "record": record}, ensure_ascii=False)]
