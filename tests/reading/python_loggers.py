@@ -123,6 +123,36 @@ def loguru_lines(rows: list[Row], job: str | None, pod: str) -> str:
     return out.getvalue()
 
 
+def loguru_flat_lines(rows: list[Row], job: str | None, pod: str) -> str:
+    """The rows through loguru's recipe for a flat line of one's own ("Serializing log messages using a custom
+    function": a `patch()` that puts `json.dumps` of a subset of the record in `extra`, a sink whose format is
+    only that), the bound fields in the subset too."""
+    import json
+
+    from loguru import logger
+
+    def serialize(rec: Any) -> str:
+        extra = {k: v for k, v in rec["extra"].items() if k != "serialized"}
+        subset = {"timestamp": rec["time"].timestamp(), "message": rec["message"], "level": rec["level"].name}
+        return json.dumps({**subset, **extra})
+
+    logger.remove()
+    out = io.StringIO()
+    logger.add(out, format="{extra[serialized]}", level="DEBUG")
+    for r in rows:
+        at = row_time(r).astimezone(UTC)
+
+        def patching(rec: Any, at: datetime = at) -> None:
+            rec["time"] = type(rec["time"]).fromtimestamp(at.timestamp(), tz=UTC)
+            rec["extra"]["serialized"] = serialize(rec)
+
+        line = logger.bind(pod=pod, **kv(r, job)).patch(patching)
+        line.log({"WARN": "WARNING"}.get(level(r), level(r)), str(r.get("message", "")))
+    logger.remove()
+    logger.add(sys.stderr)
+    return out.getvalue()
+
+
 Writer = Callable[[list[Row], str | None, str], str]
 
 WRITERS: dict[str, Writer] = {
@@ -140,6 +170,7 @@ WRITERS: dict[str, Writer] = {
         timestamp=True,
     ),
     "loguru": loguru_lines,
+    "loguru-flat": loguru_flat_lines,
 }
 
 

@@ -25,6 +25,7 @@ DETECTED = {
     "python-json-logger": "flat",
     "python-json-logger-timestamp": "flat",
     "loguru": "loguru",
+    "loguru-flat": "flat",
 }
 TIMED = sorted(n for n in real.WRITERS if n != "stdlib-default")
 CLEAN = Path(__file__).resolve().parents[2] / "sample_logs" / "clean"
