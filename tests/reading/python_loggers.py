@@ -174,12 +174,79 @@ WRITERS: dict[str, Writer] = {
 }
 
 
+def structlog_lines(rows: list[Row], job: str | None, pod: str) -> str:
+    """The rows through structlog's JSONRenderer (`add_log_level`, `TimeStamper(fmt="iso")`, the event name
+    as structlog's `event`, the lease fields and the pod as keyword arguments); its clock set to the
+    row's time (`structlog.processors` reads `datetime.datetime.now`)."""
+    import datetime as dt
+    import types
+
+    import structlog
+
+    out = io.StringIO()
+    at: list[datetime] = []
+
+    class Clock(dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Clock:  # type: ignore[override]
+            return cls.fromtimestamp(at[-1].timestamp(), tz=tz)
+
+    structlog.processors.datetime = types.SimpleNamespace(datetime=Clock, timezone=dt.timezone)  # type: ignore[attr-defined]
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(out),
+        cache_logger_on_first_use=False,
+    )
+    log = structlog.get_logger().bind(pod=pod)
+    for r in rows:
+        at.append(row_time(r))
+        fields = {k: v for k, v in kv(r, job).items() if k != "event"}
+        name = str(r.get("event") or r.get("message", ""))
+        getattr(log, {"WARN": "warning"}.get(level(r), level(r).lower()))(name, **fields)
+    return out.getvalue()
+
+
+def ecs_logging_lines(rows: list[Row], job: str | None, pod: str) -> str:
+    """The rows through ecs-logging's StdlibFormatter, the lease fields and the pod as `extra=`."""
+    from ecs_logging import StdlibFormatter
+
+    out = io.StringIO()
+    log, fixed = _stdlib_logger(f"ecs.{id(out)}", StdlibFormatter(), out)
+    log.name = "report.worker"
+    for r in rows:
+        fixed.at = row_time(r)
+        log.log(LEVELS[level(r)], str(r.get("message", "")), extra={"pod": pod, **kv(r, job)})
+    return out.getvalue()
+
+
+# written once with the real libraries into tests/fixtures/python_loggers/<name>/ (they are not the project's
+# dependencies): `python tests/reading/python_loggers.py` in a virtualenv holding structlog and ecs-logging
+FIXTURES: dict[str, Writer] = {"structlog": structlog_lines, "ecs-logging": ecs_logging_lines}
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "python_loggers"
+
+
 def write(layout: str, pods: Pods, folder: Path, job: str | None = None) -> dict[str, Path]:
     """`<pod>.log` per pod in `folder`, written by the real library in `layout`."""
     folder.mkdir(parents=True, exist_ok=True)
     out = {}
     for pod, rows in pods.items():
         p = folder / f"{pod}.log"
-        p.write_text(WRITERS[layout](rows, job, pod), encoding="utf-8")
+        p.write_text({**WRITERS, **FIXTURES}[layout](rows, job, pod), encoding="utf-8")
         out[pod] = p
     return out
+
+
+if __name__ == "__main__":
+    from importlib.metadata import version
+
+    import shapes
+
+    for name in FIXTURES:
+        folder = FIXTURE_DIR / name
+        write(name, shapes.story(), folder)
+        (folder / "VERSION").write_text(f"{name} {version(name)}\n", encoding="utf-8")
+    print(f"wrote {FIXTURE_DIR}")

@@ -345,3 +345,17 @@ def test_loguru_without_its_record_is_malformed() -> None:
 
     with pytest.raises(Malformed, match="record"):
         FORMATS["loguru"].parse(b'{"text": "x", "record": 3}')
+
+
+@pytest.mark.parametrize(("name", "detected"), [("structlog", "flat"), ("ecs-logging", "ecs")])
+def test_structlog_and_ecs_logging_lines_tell_the_incident(
+    name: str, detected: str, flat: list[tuple[Any, ...]]
+) -> None:
+    """structlog's JSONRenderer and ecs-logging-python's StdlibFormatter, as the real libraries wrote the
+    incident (tests/fixtures/python_loggers/<name>/, VERSION names the version): read as flat and ECS JSON."""
+    folder = real.FIXTURE_DIR / name
+    assert (folder / "VERSION").read_text().split()[0] == name
+    a = leaselog.analyze(sorted(folder.glob("*.log")))
+    assert {r.format for r in a.input_reports} == {detected}
+    assert a.line_totals()["malformed"] == 0
+    assert summary(a) == flat
