@@ -17,6 +17,12 @@ ERROR, WARNING, INFO, DEBUG, NOTSET) or `Level N` for an unnamed level. Two shap
 In both, the message's `key=value` pairs (`log.info("acquired jobId=%s ...", job)`) are the line's
 fields, last wins; a line without lease fields is unrelated to leases (ignored, not malformed).
 
+python-json-logger 4.2.0 `pythonjsonlogger/core.py` (`BaseJsonFormatter.add_fields`) writes flat JSON, read as
+`flat`: the format string's fields as keys (`asctime`, `levelname`, `name`, `message` for the documented
+`"%(asctime)s %(levelname)s %(name)s %(message)s"`), then `extra=`'s; `timestamp=True` adds `timestamp`
+(`datetime.fromtimestamp(record.created, tz=timezone.utc)`, written by `defaults.datetime_default` as
+`isoformat()`); `rename_fields` renames any key. `asctime` is a time key (leaselog.vocabulary).
+
 loguru 0.7.3 `loguru/_handler.py` `Handler._serialize_record`: with `serialize=True` each line is
 `{"text": <the formatted line>, "record": {...}}`, the record holding `extra` (what `bind()`,
 `contextualize()` and keyword arguments added: the lease fields), `time.repr` (`str()` of an aware
