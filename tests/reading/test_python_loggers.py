@@ -359,3 +359,26 @@ def test_structlog_and_ecs_logging_lines_tell_the_incident(
     assert {r.format for r in a.input_reports} == {detected}
     assert a.line_totals()["malformed"] == 0
     assert summary(a) == flat
+
+
+def test_loguru_time_is_the_records_and_its_timestamp_serves_without_repr(tmp_path: Path) -> None:
+    """`record.time.repr` is the time even when a bound field is named `ts`; `record.time.timestamp`
+    (epoch seconds) when `repr` is absent."""
+    extra = {"jobId": "j1", "executionId": "e1", "event": "lock_acquired", "leaseMs": 1000, "ts": "yesterday"}
+
+    def line(time: dict[str, Any]) -> str:
+        record = {"extra": extra, "time": time, "level": {"name": "INFO"}, "message": "acquired"}
+        return json.dumps({"text": "acquired\n", "record": record})
+
+    p = tmp_path / "pod-a.log"
+    p.write_text(
+        line({"repr": "2026-12-03 12:10:54.365000+01:00", "timestamp": 0})
+        + "\n"
+        + line({"timestamp": 1796296254.366})
+        + "\n"
+    )
+    a = leaselog.analyze(p)
+    assert [t.isoformat() for t in a.events.sort("line")["t"]] == [
+        "2026-12-03T11:10:54.365000+00:00",
+        "2026-12-03T11:10:54.366000+00:00",
+    ]
