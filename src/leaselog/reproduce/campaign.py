@@ -32,6 +32,7 @@ import polars as pl
 
 from leaselog.reproduce import (
     export_shapes,  # noqa: F401  (registers the log stores' export shapes in shapes.SHAPES)
+    python_shapes,  # noqa: F401  (and Python's loggers')
     shapes,
 )
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
