@@ -16,7 +16,7 @@ other instance's ClusterManager logs `Scheduled 1 recoverable job(s) for recover
 log line, never a fixed sleep), then SIGCONT: the other instance runs the job again while the paused one
 finishes its run, and the paused one's ClusterManager then logs that it was recovered by another instance.
 
-    python tests/integration/quartz_cluster.py OUT_DIR [--clean]   # one run's logs and truth, kept
+    python tests/integration/quartz_cluster.py OUT_DIR [--clean] [--info]   # one run's logs and truth
 """
 
 from __future__ import annotations
@@ -221,7 +221,9 @@ class QuartzCluster:
                 proc.kill()
                 proc.wait()
         try:
-            self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.work / "data"), "-m", "immediate", "stop")
+            self._as_postgres(
+                str(self.bin / "pg_ctl"), "-D", str(self.work / "data"), "-m", "immediate", "stop"
+            )
         finally:
             shutil.rmtree(self.work, ignore_errors=True)
 
@@ -229,7 +231,7 @@ class QuartzCluster:
 def main(argv: list[str]) -> int:
     out = Path(argv[0])
     out.mkdir(parents=True, exist_ok=True)
-    cluster = QuartzCluster(out)
+    cluster = QuartzCluster(out, job_run_shell_debug="--info" not in argv)
     cluster.start()
     try:
         if "--clean" in argv:

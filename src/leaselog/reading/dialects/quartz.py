@@ -112,13 +112,13 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
     starts and finishes of the jobs Quartz's lines name there, as the instance's claim and its release."""
     if raw.is_empty() or "dialect" not in raw.columns:
         return raw
-    mine = pl.col("dialect") == NAME
+    mine = pl.col("dialect").fill_null("") == NAME
     if raw.select(mine.any()).item() is not True:
         return raw
     df = raw.with_row_index("_row")
     files = df.filter(mine).select("file_index").unique()
     rows = df.join(files, on="file_index", how="semi").sort("file_index", "line", "_row")
-    label = pl.col("raw_event").cast(pl.String)
+    label = pl.col("raw_event").cast(pl.String).fill_null("")
     start = (pl.col("event") == "job_started") & (~mine | (label == _START_LABEL))
     end = pl.col("event").is_in(["job_finished", "lock_released"])
     starts = rows.filter(start).select(
@@ -175,8 +175,8 @@ def _claims(df: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:
     """The application's start (with no `Calling execute` of the job on its thread just before it) and
     finish of a job Quartz's lines name in the same file: the instance's claim and its release, added
     right after the application's line."""
-    mine = pl.col("dialect") == NAME
-    label = pl.col("raw_event").cast(pl.String)
+    mine = pl.col("dialect").fill_null("") == NAME
+    label = pl.col("raw_event").cast(pl.String).fill_null("")
     named = df.filter(mine & pl.col("job_id").is_not_null()).select("file_index", "job_id").unique()
     app = df.join(files, on="file_index", how="semi").join(named, on=["file_index", "job_id"], how="semi")
     app = app.filter(pl.col("dialect").is_null() & pl.col("event").is_in(["job_started", "job_finished"]))
@@ -214,8 +214,12 @@ def _claims(df: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:
     )
     if extra.is_empty():
         return df
-    # each added event right after the application's own line (a stable sort keeps that order)
-    return pl.concat([df, extra.select(df.columns)]).sort("file_index", "line", maintain_order=True)
+    # a claim right before the application's start, a release right after its finish (a stable sort by
+    # file and line keeps that order)
+    extra = extra.select(df.columns)
+    claims = extra.filter(pl.col("event") == "lock_acquired")
+    releases = extra.filter(pl.col("event") == "lock_released")
+    return pl.concat([claims, df, releases]).sort("file_index", "line", maintain_order=True)
 
 
 DIALECT = Dialect(
