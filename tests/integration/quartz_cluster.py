@@ -12,8 +12,8 @@ start and end to a truth file, on the wall clock. Each instance logs to its own 
 unless asked otherwise.
 
 The incident (`pause()`): the instance that started the job is SIGSTOPped while the job runs, until the
-other instance's ClusterManager logs `Scheduled 1 recoverable job(s) for recovery.` (coordination on the
-log line, never a fixed sleep), then SIGCONT: the other instance runs the job again while the paused one
+other instance's ClusterManager logs `Scheduled 1 recoverable job(s) for recovery.` and its worker starts
+the recovered run (coordination on the log line and the truth, never a fixed sleep), then SIGCONT: the other instance runs the job again while the paused one
 finishes its run, and the paused one's ClusterManager then logs that it was recovered by another instance.
 
     python tests/integration/quartz_cluster.py OUT_DIR [--clean] [--info]   # one run's logs and truth
@@ -182,6 +182,9 @@ class QuartzCluster:
     def first_start(self) -> dict[str, Any]:
         return dict(wait_for("the job's first start", lambda: self._what("start")[:1], self.logs)[0])
 
+    def _started_on(self, instance: str) -> bool:
+        return any(t["instance"] == instance for t in self._what("start"))
+
     def pause(self) -> tuple[str, str]:
         """SIGSTOP the instance that started the job until the other logs the job's recovery, then SIGCONT;
         returns (paused, recovering)."""
@@ -194,6 +197,9 @@ class QuartzCluster:
                 lambda: RECOVERY_LINE in self.log(other).read_text(errors="replace"),
                 self.logs,
             )
+            # the recovery trigger is any instance's to fire: resumed at once, the paused instance's own
+            # scheduler thread often wins it; the incident is the other instance running it
+            wait_for(f"{other}'s run of the recovered job", lambda: self._started_on(other), self.logs)
         finally:
             self.procs[paused].send_signal(signal.SIGCONT)
         wait_for("both executions' ends", lambda: len(self._what("end")) == 2, self.logs)
