@@ -180,7 +180,15 @@ class QuartzCluster:
         return [t for t in self.truth() if t["what"] == what]
 
     def first_start(self) -> dict[str, Any]:
-        return dict(wait_for("the job's first start", lambda: self._what("start")[:1], self.logs)[0])
+        """The truth of the job's first start, once its instance's log holds the job's start line (a pause
+        before that line would leave it stamped with the time the process resumed)."""
+        first = dict(wait_for("the job's first start", lambda: self._what("start")[:1], self.logs)[0])
+        wait_for(
+            "the job's start line",
+            lambda: "event=job_started" in self.log(first["instance"]).read_text(errors="replace"),
+            self.logs,
+        )
+        return first
 
     def _started_on(self, instance: str) -> bool:
         return any(t["instance"] == instance for t in self._what("start"))

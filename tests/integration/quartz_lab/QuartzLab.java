@@ -4,7 +4,7 @@
 //
 // The job (`DEFAULT.report`) is @DisallowConcurrentExecution and requestsRecovery; it logs its own start
 // and end (leaselog's vocabulary, key=value pairs in the slf4j-simple console layout) and appends each
-// execution's start and end, on the wall clock in epoch milliseconds, to TRUTH_FILE. With `schedule`,
+// execution's start and end (the wall clock in epoch milliseconds, read right before its line) to TRUTH_FILE. With `schedule`,
 // the instance schedules the job to fire once, three seconds from now (the cluster picks who runs it).
 import java.io.FileWriter;
 import java.io.IOException;
@@ -43,10 +43,10 @@ public class QuartzLab {
         public void execute(JobExecutionContext context) {
             String key = context.getJobDetail().getKey().toString();
             long started = System.currentTimeMillis();
+            log.info("event=job_started jobId=" + key + " instance=" + instance);
             truth("{\"instance\":\"" + instance + "\",\"what\":\"start\",\"at\":" + started
                     + ",\"recovering\":" + context.isRecovering() + ",\"trigger\":\""
                     + context.getTrigger().getKey() + "\"}");
-            log.info("event=job_started jobId=" + key + " instance=" + instance);
             // 40 steps of 100 ms: a pause of the process leaves the steps after it still to do
             for (int i = 0; i < 40; i++) {
                 try {
@@ -56,9 +56,9 @@ public class QuartzLab {
                     break;
                 }
             }
+            long ended = System.currentTimeMillis();
             log.info("event=job_finished jobId=" + key + " instance=" + instance + " status=ok");
-            truth("{\"instance\":\"" + instance + "\",\"what\":\"end\",\"at\":" + System.currentTimeMillis()
-                    + "}");
+            truth("{\"instance\":\"" + instance + "\",\"what\":\"end\",\"at\":" + ended + "}");
         }
     }
 
