@@ -79,6 +79,17 @@ def test_without_quartzs_start_the_applications_start_is_the_claim(tmp_path: Pat
     ]
 
 
+def test_a_job_whose_own_lock_is_logged_gets_no_claim(tmp_path: Path) -> None:
+    """The application logs its lock around the job: that lock is the lease, Quartz's start no second one."""
+    lock = _line("04.540", _WORKER, "INFO", _APP, "event=lock_acquired jobId=DEFAULT.report leaseMs=30000")
+    release = _line("08.640", _WORKER, "INFO", _APP, "event=lock_released jobId=DEFAULT.report released=true")
+    got = _read(tmp_path, [RECOVERY, START, lock, APP_START, APP_END, release])
+    acquired = got.raw.filter(pl.col("event") == "lock_acquired")
+    # Quartz's own start line is still a claim (the library's line); the application's lines add none
+    assert acquired["line"].to_list() == [2, 3]
+    assert got.raw.filter(pl.col("event") == "lock_released")["line"].to_list() == [6]
+
+
 def test_lines_no_job_can_be_given_are_counted_ignored(tmp_path: Path) -> None:
     """A recovery no start follows in the file, a zombie line with no job running: read, no event; the
     application's lines of a job Quartz never named stay the application's alone."""

@@ -33,7 +33,8 @@ then lock_released; `Scheduled N recoverable job(s) for recovery` -> job_trigger
 instance then. The application's own `job_started` / `job_finished` lines for the same job key in a file
 Quartz's lines are in are the instance's claim too (`join`): an application start with no `Calling
 execute` before it on its thread is also a lock_acquired, and an application finish is also a
-lock_released (Quartz deletes its fired-trigger row when the job returns).
+lock_released (Quartz deletes its fired-trigger row when the job returns), unless the application (or
+another lock library) logs that job's own lock in the file.
 
 What it cannot measure: the check-ins (DEBUG, and an instance's, no job's: renewals go unlogged), the
 lease's length (`clusterCheckinInterval` + 7.5 s at the least: pass `--lease-ttl`), a job's normal end
@@ -173,11 +174,18 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
 
 def _claims(df: pl.DataFrame, files: pl.DataFrame) -> pl.DataFrame:
     """The application's start (with no `Calling execute` of the job on its thread just before it) and
-    finish of a job Quartz's lines name in the same file: the instance's claim and its release, added
-    right after the application's line."""
+    finish of a job Quartz's lines name in the same file: the instance's claim (right before the
+    application's line) and its release (right after). Not for a job whose lock the application or
+    another library logs in that file: that lock's lines say when it was held."""
     mine = pl.col("dialect").fill_null("") == NAME
     label = pl.col("raw_event").cast(pl.String).fill_null("")
-    named = df.filter(mine & pl.col("job_id").is_not_null()).select("file_index", "job_id").unique()
+    locked = df.filter(~mine & pl.col("event").is_in(["lock_acquired", "lock_released"]))
+    named = (
+        df.filter(mine & pl.col("job_id").is_not_null())
+        .select("file_index", "job_id")
+        .unique()
+        .join(locked.select("file_index", "job_id"), on=["file_index", "job_id"], how="anti")
+    )
     app = df.join(files, on="file_index", how="semi").join(named, on=["file_index", "job_id"], how="semi")
     app = app.filter(pl.col("dialect").is_null() & pl.col("event").is_in(["job_started", "job_finished"]))
     if app.is_empty():
