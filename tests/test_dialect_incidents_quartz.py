@@ -79,3 +79,19 @@ def test_quartz_at_info_without_the_apps_lines_says_which_logger_to_turn_on(tmp_
     unread = nothing_read(a.input_reports)
     assert unread is not None and unread.headline.startswith("no lease events in ")
     assert any("org.quartz.core.JobRunShell" in r for r in unread.reasons), unread.reasons
+
+
+def test_quartzs_lines_alone_bound_what_they_can(tmp_path: Path) -> None:
+    """Without the application's lines Quartz logs no end of either run: what its lines prove is that A
+    was still alive (its cluster manager's line, 18:24:13.735) after B had claimed the job (18:24:13.708),
+    and that B's run was the recovery's; the overlap's length is not measured."""
+    for f in (SAMPLES / "quartz").iterdir():
+        kept = [ln for ln in f.read_text().splitlines() if "event=" not in ln]
+        (tmp_path / f.name).write_text("\n".join(kept) + "\n")
+    a = leaselog.analyze(str(tmp_path), lease_ttl=TTL)
+    got = _by_kind(a)
+    (outlived,) = got["lease_outlived"]
+    assert outlived.duration_ms == 27 and "at least 27ms" in outlived.message
+    (second,) = got["second_attempt"]
+    assert second.trigger == "redelivery"
+    assert "overlapping_executions" not in got
