@@ -2,6 +2,7 @@
 # One-time set-up (idempotent) on Debian/Ubuntu, on the distribution's own python3 or on a pyenv or
 # python.org Python 3.11+:
 #   1. system packages the tests use, when missing: redis-server, chromium, a Java runtime (Spark tests),
+#      a JDK, Quartz 2.3's jars and PostgreSQL (the Quartz cluster tests),
 #      and python3-venv when this Python cannot make a virtual environment (Debian/Ubuntu split it out);
 #   2. a virtual environment in .venv (a distribution's Python refuses `pip install` outside one: PEP 668);
 #   3. leaselog installed into it, editable, with the extras the tests use.
@@ -37,6 +38,12 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis)
 [ -x /usr/bin/chromium ] || missing+=(chromium) # the browser tests drive Debian's /usr/bin/chromium
 java -version >/dev/null 2>&1 || missing+=(java)
+# the Quartz cluster tests: a JDK (javac), Debian's Quartz 2.3 and its jars, and a PostgreSQL server
+command -v javac >/dev/null 2>&1 || missing+=(jdk)
+for jar in quartz2 slf4j-api slf4j-simple postgresql HikariCP; do
+  [ -f "/usr/share/java/$jar.jar" ] || { missing+=(quartz); break; }
+done
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
 # Debian/Ubuntu ship venv's pip bootstrap (ensurepip) apart, in python3-venv / python3.X-venv
 venv_ok || "$python" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(venv)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -66,6 +73,10 @@ if [ ${#missing[@]} -gt 0 ]; then
           fi ;;
         java) # Spark needs Java 17+: Debian 12 and Ubuntu have 17, Debian 13 only 21
           if has openjdk-17-jre-headless; then need+=(openjdk-17-jre-headless); else need+=(openjdk-21-jre-headless); fi ;;
+        jdk)
+          if has openjdk-17-jdk-headless; then need+=(openjdk-17-jdk-headless); else need+=(default-jdk-headless); fi ;;
+        quartz) need+=(libquartz2-java libslf4j-java libpostgresql-jdbc-java libhikaricp-java) ;;
+        postgresql) need+=(postgresql) ;;
         venv)
           need+=(python3-venv)
           if has "python$version-venv"; then need+=("python$version-venv"); fi ;;
