@@ -1,0 +1,146 @@
+"""Plays real BullMQ workers (tests/integration/bullmq_lab/lab.js, BullMQ 6.7.6 under Node) against a real
+`redis-server`, and returns their pino logs and the truth they recorded (each job's processor start and
+end, on the workers' own `Date.now()`).
+
+- `incident`: pod A takes the only job and blocks its event loop (a busy-wait) past `lockDuration`, so
+  BullMQ renews nothing; pod B's stalled checker finds the job's lock gone, moves it back to wait and
+  takes it; A's processor returns after B started, and BullMQ refuses A's completion (the lock is B's).
+- `clean`: two jobs, each on its own pod, each running longer than `lockDuration` with the event loop
+  free: BullMQ renews the locks, nothing stalls.
+
+Events are ordered by files the workers write synchronously (a blocked event loop cannot reach Redis),
+never by sleeps; `python tests/integration/bullmq_run.py incident DIR` writes one run's files to DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from leaselog.reproduce.server import redis_target
+
+LAB = Path(__file__).with_name("bullmq_lab")
+QUEUE = "reports"
+LOCK_MS = 2000
+STALLED_MS = 500
+WAIT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Run:
+    folder: Path
+    truth: list[dict[str, object]]  # {"pod", "jobId", "event": "start"|"end", "t": epoch ms}
+
+
+def missing_tools() -> str | None:
+    """Why the lab cannot run here, or None."""
+    for tool in ("node", "npm", "redis-server"):
+        if shutil.which(tool) is None:
+            return f"`{tool}` is not installed (the BullMQ lab runs real Node workers on a real Redis)"
+    return None
+
+
+def install() -> None:
+    """`npm ci` of the lab's pinned packages (BullMQ, ioredis, pino), once."""
+    if not (LAB / "node_modules" / "bullmq" / "package.json").exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=LAB, check=True, capture_output=True)
+
+
+def _wait(what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[bytes]]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not ready():
+        for p in procs:
+            if p.poll() is not None:
+                err = p.stderr.read().decode() if p.stderr else ""
+                raise RuntimeError(f"a lab process exited ({p.returncode}) before {what}: {err}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the lab never reached: {what}")
+        time.sleep(0.01)  # (polling a file the workers write: the order comes from the file)
+
+
+def _truth(folder: Path) -> list[dict[str, object]]:
+    rows = []
+    for f in sorted(folder.glob("truth-*.jsonl")):
+        rows += [json.loads(line) for line in f.read_text().splitlines() if line]
+    return rows
+
+
+def _ended(folder: Path, pod: str, text: str) -> bool:
+    log = folder / f"{pod}.log"
+    return log.exists() and text in log.read_text()
+
+
+def play(kind: str, folder: Path) -> Run:
+    folder.mkdir(parents=True, exist_ok=True)
+    install()
+    with redis_target(None) as target:
+        port = target.url.rsplit(":", 1)[1].split("/")[0]
+        node = shutil.which("node") or "node"
+
+        def worker(pod: str, mode: str, work_ms: int) -> subprocess.Popen[bytes]:
+            args = [node, "lab.js", "work", port, QUEUE, pod, str(folder), mode]
+            args += [str(LOCK_MS), str(STALLED_MS), str(work_ms)]
+            return subprocess.Popen(args, cwd=LAB, stderr=subprocess.PIPE)
+
+        def add(count: int) -> None:
+            subprocess.run([node, "lab.js", "add", port, QUEUE, str(count)], cwd=LAB, check=True)
+
+        procs: list[subprocess.Popen[bytes]] = []
+        try:
+            if kind == "incident":
+                procs.append(worker("pod-a", "block", 1000))
+                _wait("pod-a ready", lambda: (folder / "ready-pod-a").exists(), procs)
+                add(1)
+                _wait("pod-a started the job", lambda: (folder / "truth-pod-a.jsonl").exists(), procs)
+                procs.append(worker("pod-b", "take", 300))
+                _wait("pod-a refused", lambda: (folder / "a-refused").exists(), procs)
+                _wait("pod-b completed", lambda: _ended(folder, "pod-b", "has completed!"), procs)
+            elif kind == "clean":
+                procs.append(worker("pod-a", "work", 3000))
+                procs.append(worker("pod-b", "work", 3000))
+                _wait(
+                    "both ready",
+                    lambda: all((folder / f"ready-{p}").exists() for p in ("pod-a", "pod-b")),
+                    procs,
+                )
+                add(2)
+                _wait(
+                    "both jobs completed",
+                    lambda: (
+                        sum(
+                            (folder / f"{p}.log").read_text().count("has completed!")
+                            for p in ("pod-a", "pod-b")
+                            if (folder / f"{p}.log").exists()
+                        )
+                        == 2
+                    ),
+                    procs,
+                )
+            else:
+                raise ValueError(kind)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    os.kill(p.pid, signal.SIGTERM)
+            for p in procs:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+    for f in [*folder.glob("ready-*"), folder / "a-refused", folder / "b-started"]:
+        f.unlink(missing_ok=True)
+    return Run(folder, _truth(folder))
+
+
+if __name__ == "__main__":
+    run = play(sys.argv[1], Path(sys.argv[2]))
+    print(json.dumps(run.truth, indent=1))
