@@ -211,7 +211,7 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
       was alive then (`job_progress`), so the stall is the delivery's one trigger;
     - BullMQ refuses a finishing write twice in a row (`moveToCompleted`, then the `moveToFailed` its
       catch tries next): the first is the refused release, the second the worker giving the job up
-      (`job_finished`, status error)."""
+      (`job_finished`, status `lock_lost`)."""
     if raw.is_empty() or "dialect" not in raw.columns:
         return raw
     mine = pl.col("dialect") == NAME
@@ -236,7 +236,8 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
     changed = rows.filter(taken_after_stall | refused_again).select(
         "_row",
         pl.when(refused_again).then(pl.lit("job_finished")).otherwise(pl.lit("job_progress")).alias("event"),
-        pl.when(refused_again).then(pl.lit("error")).otherwise(pl.col("status")).alias("status"),
+        # (not `error`: the job did not fail, its lock was gone; the next delivery is no retry of it)
+        pl.when(refused_again).then(pl.lit("lock_lost")).otherwise(pl.col("status")).alias("status"),
         pl.when(refused_again).then(pl.lit(None, pl.String)).otherwise(pl.col("released")).alias("released"),
     )
     if changed.is_empty():
