@@ -23,6 +23,7 @@ def test_bullmq_blocked_event_loop_sample() -> None:
     outlived = got["lease_outlived"]
     assert outlived.duration_ms == 1015 and outlived.to_json_dict()["details"]["zombieAtMostMs"] == 1412
     assert "at least" in outlived.message and "renewals are not logged" in outlived.message
+    assert "BullMQ: the job stalled" in outlived.message and "worker thread" in outlived.message
     assert "redelivery" in got["second_attempt"].message
     assert "bullmq/lock-mismatch" in got["stale_release"].message
     ex = a.executions.sort("execution_id")
