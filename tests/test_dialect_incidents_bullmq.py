@@ -2,9 +2,10 @@
 BullMQ 6.7.6 workers under Node, pino's JSON lines, the lab's paths replaced by `/app`): pod A's event
 loop blocked for 3.4 s holding a job whose lock lasts 2 s; pod B's stalled check moved the job back to
 wait at 18:18:45.580 and B took it at .583; A's processor returned at 18:18:46.586 and BullMQ refused its
-completion twice (`Lock mismatch for job 1. Cmd moveToFinished from active`). Truth (the workers'
-`Date.now()`): A ran 18:18:43.187-46.586, B 45.585-46.911: overlap 1001 ms, A's lock lapsed at 45.187
-(no renewal), so 1399 ms of zombie."""
+completion twice (`Lock mismatch for job 1. Cmd moveToFinished from active`, at .593 and .598). Truth
+(the workers' `Date.now()`): A's processor ran 18:18:43.187-46.586 and its attempt ended with BullMQ's
+second refusal at .598; B ran from 45.585: overlap 1013 ms (1001 to A's processor's return); A's lock
+lapsed at 45.187 (no renewal), so 1411 ms of zombie."""
 
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ end, on the workers' own `Date.now()`).
 - `incident`: pod A takes the only job and blocks its event loop (a busy-wait) past `lockDuration`, so
   BullMQ renews nothing; pod B's stalled checker finds the job's lock gone, moves it back to wait and
   takes it; A's processor returns after B started, and BullMQ refuses A's completion (the lock is B's).
+- `incident-late`: the same, but A's processor returns after B completed the job (`Missing lock`);
+  `incident-renew`: A's event loop frees after B took the job while A's job goes on (its lock manager's
+  renewal fails: `could not renew lock`), then its completion is refused.
 - `clean`: two jobs, each on its own pod, each running longer than `lockDuration` with the event loop
   free: BullMQ renews the locks, nothing stalls.
 
@@ -32,6 +35,15 @@ QUEUE = "reports"
 LOCK_MS = 2000
 STALLED_MS = 500
 WAIT_S = 60.0
+# incident -> (pod A's mode and work after B started, pod B's mode and work), lab.js's MODEs
+INCIDENTS = {
+    # A returns while B holds the lock: `Lock mismatch`
+    "incident": ("block", 1000, "take", 300),
+    # A returns after B completed the job: `Missing lock`
+    "incident-late": ("block-late", 400, "take-fast", 700),
+    # A's event loop frees while its job goes on: `could not renew lock`, then `Lock mismatch`
+    "incident-renew": ("block-await", 1200, "take", 300),
+}
 
 
 @dataclass(frozen=True)
@@ -95,14 +107,15 @@ def play(kind: str, folder: Path) -> Run:
 
         procs: list[subprocess.Popen[bytes]] = []
         try:
-            if kind == "incident":
-                procs.append(worker("pod-a", "block", 1000))
+            if kind in INCIDENTS:
+                a_mode, a_ms, b_mode, b_ms = INCIDENTS[kind]
+                procs.append(worker("pod-a", a_mode, a_ms))
                 _wait("pod-a ready", lambda: (folder / "ready-pod-a").exists(), procs)
                 add(1)
                 _wait("pod-a started the job", lambda: (folder / "truth-pod-a.jsonl").exists(), procs)
-                procs.append(worker("pod-b", "take", 300))
+                procs.append(worker("pod-b", b_mode, b_ms))
                 _wait("pod-a refused", lambda: (folder / "a-refused").exists(), procs)
-                _wait("pod-b completed", lambda: _ended(folder, "pod-b", "has completed!"), procs)
+                _wait("pod-b completed", lambda: (folder / "completed-pod-b").exists(), procs)
             elif kind == "clean":
                 procs.append(worker("pod-a", "work", 3000))
                 procs.append(worker("pod-b", "work", 3000))
@@ -136,7 +149,12 @@ def play(kind: str, folder: Path) -> Run:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-    for f in [*folder.glob("ready-*"), folder / "a-refused", folder / "b-started"]:
+    for f in [
+        *folder.glob("ready-*"),
+        *folder.glob("completed-*"),
+        *folder.glob("?-refused"),
+        *folder.glob("b-*"),
+    ]:
         f.unlink(missing_ok=True)
     return Run(folder, _truth(folder))
 

@@ -12,11 +12,16 @@
 //   'stalled'   -> `Job ID stalled`
 //   'error'     -> pino's error record: the message is BullMQ's own (`Lock mismatch for job ...`)
 // The truth goes to DIR/truth-POD.jsonl on the same clock (Date.now()): each job's processor start and
-// end. Coordination goes through files written synchronously (a blocked event loop cannot talk to Redis):
+// end, and when BullMQ answered the worker's finishing write (`completed`, or `refused`: each refusal). Coordination goes through files written synchronously (a blocked event loop cannot talk to Redis):
 //   MODE block: the processor busy-waits (the event loop blocked) until DIR/b-started exists, then WORK_MS
 //               longer, and returns; BullMQ's refusal of its completion writes DIR/a-refused.
+//   MODE block-late: the same until DIR/b-completed exists (the other worker finished the job).
+//   MODE block-await: the same until DIR/b-started, then WORK_MS with the event loop free (the lock
+//               manager's renewal fails).
 //   MODE take:  the processor writes DIR/b-started, waits (event loop free) until DIR/a-refused exists,
 //               then WORK_MS longer.
+//   MODE take-fast: the processor writes DIR/b-started and works WORK_MS; its completion writes
+//               DIR/b-completed.
 //   MODE work:  the processor works WORK_MS (event loop free: BullMQ renews the lock).
 // SIGTERM closes the worker and exits.
 'use strict';
@@ -52,10 +57,20 @@ function work(pod, dir, mode, lockMs, stalledMs, workMs) {
 
   const processor = async job => {
     truth(job.id, 'start');
-    if (mode === 'block') {
-      while (!exists(path.join(dir, 'b-started'))) {} // the event loop blocked: no lock renewal
+    if (mode.startsWith('block')) {
+      // the event loop blocked: no lock renewal
+      const waitFor = mode === 'block-late' ? 'b-completed' : 'b-started';
+      while (!exists(path.join(dir, waitFor))) {}
       const until = Date.now() + workMs;
-      while (Date.now() < until) {}
+      if (mode === 'block-await') {
+        // the event loop free again while the job goes on: the lock manager tries to renew
+        await new Promise(resolve => setTimeout(resolve, workMs));
+      } else {
+        while (Date.now() < until) {}
+      }
+    } else if (mode === 'take-fast') {
+      fs.writeFileSync(path.join(dir, 'b-started'), '');
+      await new Promise(resolve => setTimeout(resolve, workMs));
     } else if (mode === 'take') {
       fs.writeFileSync(path.join(dir, 'b-started'), '');
       await new Promise(resolve => {
@@ -88,9 +103,12 @@ function work(pod, dir, mode, lockMs, stalledMs, workMs) {
       `Job ${job.id} is now active; previous status was ${prev}`,
     ),
   );
-  worker.on('completed', job =>
-    logger.info({ jobId: job.id, queue: queueName }, `${job.id} has completed!`),
-  );
+  worker.on('completed', job => {
+    logger.info({ jobId: job.id, queue: queueName }, `${job.id} has completed!`);
+    truth(job.id, 'completed');
+    fs.writeFileSync(path.join(dir, `completed-${pod}`), '');
+    if (mode === 'take-fast') fs.writeFileSync(path.join(dir, 'b-completed'), '');
+  });
   worker.on('failed', (job, err) =>
     logger.warn(
       { jobId: job && job.id, queue: queueName, err },
@@ -102,7 +120,9 @@ function work(pod, dir, mode, lockMs, stalledMs, workMs) {
   );
   worker.on('error', err => {
     logger.error(err);
-    if (/^(Missing lock|Lock mismatch) for job /.test(err.message)) {
+    const refused = /^(?:Missing lock|Lock mismatch) for job ([^\s.]+)/.exec(err.message);
+    if (refused) {
+      truth(refused[1], 'refused');
       fs.writeFileSync(path.join(dir, 'a-refused'), '');
     }
   });

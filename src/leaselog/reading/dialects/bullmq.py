@@ -6,8 +6,9 @@ its errors, and the handlers' wording where BullMQ's docs give one. Sources:
 
 - bullmq 6.7.6 (npm tarball) `dist/cjs/classes/finished-errors.js` (`src/classes/finished-errors.ts`),
   `finishedErrors`: `Missing lock for job ${jobId}. ${command}` (ErrorCode.JobLockNotExist, -2) and
-  `Lock mismatch for job ${jobId}. Cmd ${command} from ${state}` (ErrorCode.JobLockMismatch, -6), thrown
-  when a worker's finishing script (`moveToFinished`, also `moveToDelayed`, `retryJob`,
+  `Lock mismatch for job ${jobId}. Cmd ${command} from ${state}` (ErrorCode.JobLockMismatch, -6) and
+  `Missing key for job ${jobId}. ${command}` (ErrorCode.JobNotExist, -1: the job was removed, as
+  `removeOnComplete` does once another worker completed it), thrown when a worker's finishing script (`moveToFinished`, also `moveToDelayed`, `retryJob`,
   `moveToWaitingChildren`) finds the job's lock gone or held by another token. The worker emits them as
   `error` (`worker.js` `retryIfFailed`: once for `moveToCompleted`, once more for the `moveToFailed` its
   catch tries next; no `failed` event follows).
@@ -33,7 +34,7 @@ its errors, and the handlers' wording where BullMQ's docs give one. Sources:
 What it maps: `is now active` -> lock_acquired and job_started (the lease is the line's `lockDuration`,
 else `--lease-ttl`); `has completed!` / `has failed with` -> job_finished and lock_released (deleted:
 BullMQ emits them only once its script removed the lock); `Missing lock` / `Lock mismatch` -> the
-holder's finishing write refused: lock_released, nothing deleted (its lock had expired, the job stalled
+holder's finishing write refused (and `Missing key` for a finishing command: the job removed): lock_released, nothing deleted (its lock had expired, the job stalled
 and may be another worker's); `could not renew lock` -> a rejected renewal; `Job ID stalled` ->
 job_triggered, trigger `stalled` (the job went back to wait: the next `active` of it is another
 delivery of the same job, its job id the message id). The job id is the job; the pod the line's
@@ -107,6 +108,14 @@ _RULES = (
         versions="bullmq 5.x-6.x (`. CMD`); bull 3.x-4.x (` CMD`)",
     ),
     Rule(
+        "lock_released",
+        r"Missing key for job "
+        + _ID
+        + r"\.? (?:moveToFinished|moveToDelayed|retryJob|moveToWaitingChildren)\b",
+        {"released": "false", "reason": "missing_key"},
+        versions="bullmq 5.x-6.x (`. CMD`); bull 3.x-4.x (` CMD`)",
+    ),
+    Rule(
         "lease_renewal",
         r"could not renew lock for job " + _ID + r"\s*\Z",
         {"renewal_outcome": "rejected"},
@@ -125,6 +134,7 @@ RULES = tuple(
             "stalled",
             "lock-mismatch",
             "missing-lock",
+            "missing-key",
             "could-not-renew",
         ),
         strict=True,
@@ -193,6 +203,16 @@ SAMPLES = (
         {"job_id": "report:42", "released": "false", "reason": "missing_lock"},
     ),
     Sample(
+        _pino(
+            50,
+            "Missing key for job 1. moveToFinished",
+            _ERR % (("Missing key for job 1. moveToFinished",) * 2),
+        ),
+        "lock_released",
+        {"job_id": "1", "released": "false", "reason": "missing_key"},
+    ),
+    Sample(_pino(50, "Missing key for job 1. isFinished"), None),
+    Sample(
         _pino(50, "could not renew lock for job 1", _ERR % (("could not renew lock for job 1",) * 2)),
         "lease_renewal",
         {"job_id": "1", "renewal_outcome": "rejected"},
@@ -201,7 +221,7 @@ SAMPLES = (
 )
 
 _ACTIVE, _STALLED = f"{NAME}/active", f"{NAME}/stalled"
-_REFUSED = (f"{NAME}/lock-mismatch", f"{NAME}/missing-lock")
+_REFUSED = (f"{NAME}/lock-mismatch", f"{NAME}/missing-lock", f"{NAME}/missing-key")
 
 
 def join(raw: pl.DataFrame) -> pl.DataFrame:
@@ -264,6 +284,7 @@ DIALECT = Dialect(
         " stalled",
         "Lock mismatch for job ",
         "Missing lock for job ",
+        "Missing key for job ",
         "could not renew lock for job ",
     ),
     rules=RULES,
