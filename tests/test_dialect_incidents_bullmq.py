@@ -54,3 +54,14 @@ def test_a_malformed_line_is_located_and_its_neighbours_read(tmp_path: Path) -> 
     assert a.line_totals()["malformed"] == 1
     assert {f.kind for f in a.finding_list} >= {"overlapping_executions", "lease_outlived", "stale_release"}
     assert next(f for f in a.finding_list if f.kind == "overlapping_executions").duration_ms == 1015
+
+
+def test_job_id_only_in_the_message_reads_the_same(tmp_path: Path) -> None:
+    """Handlers that log the message alone (no `jobId` beside it): the job id in the message is the job and
+    the delivery's message id."""
+    for f in SAMPLE.iterdir():
+        (tmp_path / f.name).write_text(f.read_text().replace('"jobId":"1",', ""))
+    a = leaselog.analyze(str(tmp_path))
+    got = {f.kind: f for f in a.finding_list}
+    assert got["overlapping_executions"].duration_ms == 1015
+    assert "redelivery" in got["second_attempt"].message

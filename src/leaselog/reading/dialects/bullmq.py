@@ -5,13 +5,14 @@ and the application's handlers log them (pino, winston, console). What is BullMQ
 its errors, and the handlers' wording where BullMQ's docs give one. Sources:
 
 - bullmq 6.7.6 (npm tarball) `dist/cjs/classes/finished-errors.js` (`src/classes/finished-errors.ts`),
-  `finishedErrors`: `Missing lock for job ${jobId}. ${command}` (ErrorCode.JobLockNotExist, -2) and
+  `finishedErrors`: `Missing lock for job ${jobId}. ${command}` (ErrorCode.JobLockNotExist, -2),
   `Lock mismatch for job ${jobId}. Cmd ${command} from ${state}` (ErrorCode.JobLockMismatch, -6) and
   `Missing key for job ${jobId}. ${command}` (ErrorCode.JobNotExist, -1: the job was removed, as
-  `removeOnComplete` does once another worker completed it), thrown when a worker's finishing script (`moveToFinished`, also `moveToDelayed`, `retryJob`,
-  `moveToWaitingChildren`) finds the job's lock gone or held by another token. The worker emits them as
-  `error` (`worker.js` `retryIfFailed`: once for `moveToCompleted`, once more for the `moveToFailed` its
-  catch tries next; no `failed` event follows).
+  `removeOnComplete` does once another worker completed it), thrown when a worker's finishing script
+  (`moveToFinished`, also `moveToDelayed`, `retryJob`, `moveToWaitingChildren`; `moveToFinished-14.lua`
+  `removeLock` checks the lock before the job's state) finds the job's lock gone or held by another
+  token. The worker emits them as `error` (`worker.js` `retryIfFailed`: once for `moveToCompleted`,
+  once more for the `moveToFailed` its catch tries next; no `failed` event follows).
 - bullmq 6.7.6 `dist/cjs/classes/lock-manager.js` `extendLocks`: `could not renew lock for job ${jobId}`
   (an `error` event, with `lockRenewalFailed`); successful renewals emit `locksRenewed`, which
   applications rarely log.
@@ -31,14 +32,17 @@ its errors, and the handlers' wording where BullMQ's docs give one. Sources:
 - bull 4.16.5 `lib/scripts.js` `finishedErrors`: `'Missing lock for job ' + jobId + ' ' + command` (no
   period) and the same `Lock mismatch` wording; `lib/queue.js`: `job stalled more than allowable limit`.
 
-What it maps: `is now active` -> lock_acquired and job_started (the lease is the line's `lockDuration`,
-else `--lease-ttl`); `has completed!` / `has failed with` -> job_finished and lock_released (deleted:
-BullMQ emits them only once its script removed the lock); `Missing lock` / `Lock mismatch` -> the
-holder's finishing write refused (and `Missing key` for a finishing command: the job removed): lock_released, nothing deleted (its lock had expired, the job stalled
-and may be another worker's); `could not renew lock` -> a rejected renewal; `Job ID stalled` ->
-job_triggered, trigger `stalled` (the job went back to wait: the next `active` of it is another
-delivery of the same job, its job id the message id). The job id is the job; the pod the line's
-(`hostname`: pino's default, the pod's name in Kubernetes); BullMQ logs no execution id.
+What it maps: `is now active` -> job_triggered (the job id its message id), lock_acquired (the lease
+is the line's `lockDuration`, else `--lease-ttl`) and job_started; `has completed!` / `has failed with`
+-> job_finished and lock_released (deleted: BullMQ emits them only once its script removed the lock);
+`Missing lock` / `Lock mismatch` (and `Missing key` after a finishing command: the job removed) -> the
+holder's finishing write refused: lock_released, nothing deleted (its lock had lapsed, the job stalled
+and may be another worker's), and the second refusal BullMQ logs right after -> job_finished, status
+`lock_lost`; `could not renew lock` -> a rejected renewal; `Job ID stalled` -> job_triggered, trigger
+`stalled` (the job went back to wait: the next `active` of it is another delivery of the same job), and
+the same worker's `active` of it right after is that delivery's (its own trigger dropped: `join`). The
+job id is the job; the pod the line's (`hostname`: pino's default, the pod's name in Kubernetes);
+BullMQ logs no execution id.
 
 What it cannot measure: renewals (BullMQ renews every `lockRenewTime` in silence), so a lease lasted at
 least `lockDuration` past its acquisition and at most until another worker took the job; the lock's
@@ -260,9 +264,15 @@ def join(raw: pl.DataFrame) -> pl.DataFrame:
         pl.when(refused_again).then(pl.lit("lock_lost")).otherwise(pl.col("status")).alias("status"),
         pl.when(refused_again).then(pl.lit(None, pl.String)).otherwise(pl.col("released")).alias("released"),
     )
-    if changed.is_empty():
+    # a job id named only in the message is its message id too (a delivery of the job)
+    named = rows.filter(pl.col("message_id").is_null() & (pl.col("event") == "job_triggered")).select(
+        "_row", pl.col("job_id").alias("message_id")
+    )
+    if changed.is_empty() and named.is_empty():
         return raw
-    return df.update(changed, on="_row", include_nulls=True).sort("_row").drop("_row")
+    out = df.update(changed, on="_row", include_nulls=True) if not changed.is_empty() else df
+    out = out.update(named, on="_row") if not named.is_empty() else out
+    return out.sort("_row").drop("_row")
 
 
 DIALECT = Dialect(
