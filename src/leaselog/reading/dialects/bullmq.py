@@ -29,8 +29,12 @@ its errors, and the handlers' wording where BullMQ's docs give one. Sources:
   `` `${job.id} has completed!` ``, `` `${job.id} has failed with ${err.message}` `` and
   `` `Job ${jobId} is now active; previous status was ${prev}` ``. The docs give no wording for
   `stalled`: `Job ${jobId} stalled` (or `has stalled`) is read.
-- bull 4.16.5 `lib/scripts.js` `finishedErrors`: `'Missing lock for job ' + jobId + ' ' + command` (no
-  period) and the same `Lock mismatch` wording; `lib/queue.js`: `job stalled more than allowable limit`.
+- bullmq 5.81.5 `dist/cjs/classes/scripts.js` `finishedErrors` and `classes/lock-manager.js`: the same
+  wordings (5.x kept them in `scripts.js`; 6.x moved them to `finished-errors.js`).
+- bull 4.16.5 and 3.29.3 `lib/scripts.js` `finishedErrors`: `'Missing lock for job ' + jobId + ' ' +
+  command` and `'Missing key for job ' + jobId + ' ' + command` (no period); 4.x only: the same `Lock
+  mismatch` wording; `lib/queue.js`: `job stalled more than allowable limit`. Bull's lock extender stops
+  in silence when an extension fails (4.x: `lock-extension-failed` only on a Redis error).
 
 What it maps: `is now active` -> job_triggered (the job id its message id), lock_acquired (the lease
 is the line's `lockDuration`, else `--lease-ttl`) and job_started; `has completed!` / `has failed with`
@@ -285,7 +289,8 @@ DIALECT = Dialect(
         "allowable limit)",
         "bullmq 6.7.6 dist/cjs/classes/worker.js (events; lockDuration, lockRenewTime, stalledInterval)",
         "taskforcesh/bullmq docs/gitbook/quick-start.md 6.2.0 (the handlers' wording)",
-        "bull 4.16.5 lib/scripts.js, lib/queue.js",
+        "bullmq 5.81.5 dist/cjs/classes/scripts.js (finishedErrors), dist/cjs/classes/lock-manager.js",
+        "bull 4.16.5 and 3.29.3 lib/scripts.js (finishedErrors), lib/queue.js",
     ),
     needles=(
         " is now active; previous status was ",
