@@ -12,7 +12,9 @@ end, on the workers' own `Date.now()`).
   free: BullMQ renews the locks, nothing stalls.
 
 Events are ordered by files the workers write synchronously (a blocked event loop cannot reach Redis),
-never by sleeps; `python tests/integration/bullmq_run.py incident DIR` writes one run's files to DIR.
+never by sleeps; `python tests/integration/bullmq_run.py incident DIR` writes one run's files to DIR,
+`python tests/integration/bullmq_run.py campaign N DIR` plays N runs of each kind and prints leaselog's
+figures beside the truth.
 """
 
 from __future__ import annotations
@@ -159,6 +161,40 @@ def play(kind: str, folder: Path) -> Run:
     return Run(folder, _truth(folder))
 
 
+def campaign(out: Path, runs: int) -> None:
+    """`runs` runs of each incident and of the clean run, each line: leaselog's figures against the truth
+    (an attempt ends when BullMQ answered its finishing write; A never renewed, so its lock lapsed
+    lockDuration after it took the job)."""
+    import leaselog
+
+    for kind in [*sorted(INCIDENTS), "clean"]:
+        for i in range(runs):
+            run = play(kind, out / f"{kind}-{i}")
+            a = leaselog.analyze(sorted(str(p) for p in run.folder.glob("pod-*.log")))
+            kinds = sorted({f.kind for f in a.finding_list if f.severity in ("warning", "error")})
+            if kind == "clean":
+                print(kind, i, kinds, flush=True)
+                continue
+            t = {(str(r["pod"]), str(r["event"])): int(str(r["t"])) for r in run.truth}
+            a_end = t[("pod-a", "refused")]
+            overlap = min(a_end, t[("pod-b", "completed")]) - t[("pod-b", "start")]
+            zombie = a_end - (t[("pod-a", "start")] + LOCK_MS)
+            by = {f.kind: f for f in a.finding_list}
+            ov, lo = by.get("overlapping_executions"), by.get("lease_outlived")
+            hi = lo.to_json_dict()["details"].get("zombieAtMostMs") if lo else None
+            print(
+                kind,
+                i,
+                f"overlap {ov.duration_ms if ov else None} (truth {overlap})",
+                f"zombie at least {lo.duration_ms if lo else None}, at most {hi} (truth {zombie})",
+                kinds,
+                flush=True,
+            )
+
+
 if __name__ == "__main__":
-    run = play(sys.argv[1], Path(sys.argv[2]))
-    print(json.dumps(run.truth, indent=1))
+    if sys.argv[1] == "campaign":  # python tests/integration/bullmq_run.py campaign N DIR
+        campaign(Path(sys.argv[3]), int(sys.argv[2]))
+    else:
+        run = play(sys.argv[1], Path(sys.argv[2]))
+        print(json.dumps(run.truth, indent=1))
