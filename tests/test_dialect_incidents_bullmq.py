@@ -65,3 +65,16 @@ def test_job_id_only_in_the_message_reads_the_same(tmp_path: Path) -> None:
     got = {f.kind: f for f in a.finding_list}
     assert got["overlapping_executions"].duration_ms == 1015
     assert "redelivery" in got["second_attempt"].message
+
+
+def test_bullmq_in_use_without_its_lines_says_which_handlers_to_log(tmp_path: Path) -> None:
+    (tmp_path / "worker.log").write_text(
+        '{"level":30,"time":1796408323186,"pid":1,"hostname":"pod-a","msg":"starting bullmq worker"}\n'
+        '{"level":30,"time":1796408323190,"pid":1,"hostname":"pod-a","msg":"rendered report 42"}\n'
+    )
+    from leaselog.unread import nothing_read
+
+    a = leaselog.analyze(str(tmp_path))
+    unread = nothing_read(a.input_reports)
+    assert unread is not None
+    assert any("BullMQ" in r and "worker.on('active'" in r for r in unread.reasons)
