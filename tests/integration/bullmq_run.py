@@ -65,7 +65,11 @@ def missing_tools() -> str | None:
 def install() -> None:
     """`npm ci` of the lab's pinned packages (BullMQ, ioredis, pino), once."""
     if not (LAB / "node_modules" / "bullmq" / "package.json").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=LAB, check=True, capture_output=True)
+        got = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=LAB, capture_output=True, text=True
+        )
+        if got.returncode != 0:
+            raise RuntimeError(f"`npm ci` in {LAB} failed ({got.returncode}): {got.stderr[-2000:]}")
 
 
 def _wait(what: str, ready: Callable[[], bool], procs: list[subprocess.Popen[bytes]]) -> None:
