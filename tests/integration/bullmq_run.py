@@ -19,6 +19,7 @@ figures beside the truth.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -63,7 +64,14 @@ def missing_tools() -> str | None:
 
 
 def install() -> None:
-    """`npm ci` of the lab's pinned packages (BullMQ, ioredis, pino), once."""
+    """`npm ci` of the lab's pinned packages (BullMQ, ioredis, pino), once (test processes running at once
+    take turns: the first installs, the others find it done)."""
+    with open(LAB / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _install()
+
+
+def _install() -> None:
     if not (LAB / "node_modules" / "bullmq" / "package.json").exists():
         got = subprocess.run(
             ["npm", "ci", "--no-audit", "--no-fund"], cwd=LAB, capture_output=True, text=True
