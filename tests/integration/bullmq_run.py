@@ -190,7 +190,7 @@ def campaign(out: Path, runs: int) -> None:
             t = {(str(r["pod"]), str(r["event"])): int(str(r["t"])) for r in run.truth}
             a_end = t[("pod-a", "refused")]
             overlap = min(a_end, t[("pod-b", "completed")]) - t[("pod-b", "start")]
-            zombie = a_end - (t[("pod-a", "start")] + LOCK_MS)
+            zombie = a_end - (t[("pod-a", "processedOn")] + LOCK_MS)
             by = {f.kind: f for f in a.finding_list}
             ov, lo = by.get("overlapping_executions"), by.get("lease_outlived")
             hi = lo.to_json_dict()["details"].get("zombieAtMostMs") if lo else None

@@ -12,7 +12,8 @@
 //   'stalled'   -> `Job ID stalled`
 //   'error'     -> pino's error record: the message is BullMQ's own (`Lock mismatch for job ...`)
 // The truth goes to DIR/truth-POD.jsonl on the same clock (Date.now()): each job's processor start and
-// end, and when BullMQ answered the worker's finishing write (`completed`, or `refused`: each refusal). Coordination goes through files written synchronously (a blocked event loop cannot talk to Redis):
+// end, `processedOn` (when the worker sent the `moveToActive` that set the job's lock), and when BullMQ
+// answered the worker's finishing write (`completed`, or `refused`: each refusal). Coordination goes through files written synchronously (a blocked event loop cannot talk to Redis):
 //   MODE block: the processor busy-waits (the event loop blocked) until DIR/b-started exists, then WORK_MS
 //               longer, and returns; BullMQ's refusal of its completion writes DIR/a-refused.
 //   MODE block-late: the same until DIR/b-completed exists (the other worker finished the job).
@@ -52,11 +53,13 @@ function work(pod, dir, mode, lockMs, stalledMs, workMs) {
     pino.destination({ dest: path.join(dir, `${pod}.log`), sync: true }),
   );
   const truthFile = path.join(dir, `truth-${pod}.jsonl`);
-  const truth = (jobId, event) =>
-    fs.appendFileSync(truthFile, JSON.stringify({ pod, jobId, event, t: Date.now() }) + '\n');
+  const truth = (jobId, event, t = Date.now()) =>
+    fs.appendFileSync(truthFile, JSON.stringify({ pod, jobId, event, t }) + '\n');
 
   const processor = async job => {
     truth(job.id, 'start');
+    // the moment moveToActive was sent, which set the job's lock with PX lockDuration
+    truth(job.id, 'processedOn', job.processedOn);
     if (mode.startsWith('block')) {
       // the event loop blocked: no lock renewal
       const waitFor = mode === 'block-late' ? 'b-completed' : 'b-started';
