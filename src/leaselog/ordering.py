@@ -19,12 +19,16 @@ def number_events(df: pl.DataFrame) -> pl.DataFrame:
     same_file = pl.col("file_index").diff() == 0
     step = pl.col("t_wall").diff()
     if df.select((same_file & (step < 0)).fill_null(False).any()).item():
-        # a file written newest first breaks ties of equal times newest first too
+        # a file written newest first breaks ties of equal times newest first too: by line, then by the
+        # place the record was read at (the records of a one-line export response share one line)
         back = (same_file & (step < 0)).cast(pl.Int64).sum().over("file_index")
         ahead = (same_file & (step > 0)).cast(pl.Int64).sum().over("file_index")
-        line_key = pl.when(back > ahead).then(-pl.col("line")).otherwise(pl.col("line"))
+        newest_first = back > ahead
+        read_at = pl.int_range(pl.len(), dtype=pl.Int64)
+        line_key = pl.when(newest_first).then(-pl.col("line")).otherwise(pl.col("line"))
+        read_key = pl.when(newest_first).then(-read_at).otherwise(read_at)
         order = df.select(
-            pl.arg_sort_by([pl.col("file_index"), pl.col("t_wall"), line_key], maintain_order=True)
+            pl.arg_sort_by([pl.col("file_index"), pl.col("t_wall"), line_key, read_key], maintain_order=True)
         ).to_series()
         columns = df.get_columns()
         del df  # (gathered frees each column once sorted: the frame is held once, not twice)

@@ -93,6 +93,9 @@ EVENT_ALIASES: dict[str, tuple[str, dict[str, str]]] = {
 FIELD_ALIASES: dict[str, list[str]] = {
     # `wrapper.time` (Docker/kubectl/CRI/Fluent Bit's own time) only when the app's line has none
     "ts": [
+        # loguru's serialized record's own time (leaselog.reading.formats.python_logging): the record's,
+        # never a bound field's
+        "loguru.time",
         "ts",
         "@timestamp",
         "timestamp",
@@ -100,6 +103,9 @@ FIELD_ALIASES: dict[str, list[str]] = {
         "timeUnixNano",
         "observedTimeUnixNano",
         "date",
+        # Python logging's `%(asctime)s` (python-json-logger's default key): `2026-12-03 11:10:54,365`,
+        # local time without a zone (read in --timezone)
+        "asctime",
         "wrapper.time",
     ],
     "pod": [

@@ -260,6 +260,40 @@ def test_a_clean_handoff_after_a_step_allows_no_alarm_but_the_stepped_clock() ->
     ).failed
 
 
+def test_a_handoff_the_machine_stretched_past_its_lease_is_judged_by_its_truth() -> None:
+    """Under load a second of work can outlive the handoff's 2 s lease: its lease findings are then the
+    run's truth, not false; a handoff played clean still allows none."""
+    truth = _with_handoffs()
+    late = [
+        {"event": "lock_acquired", "monoMs": 10_000.0},
+        {"event": "job_finished", "monoMs": 12_044.0},
+        {"event": "lock_released", "monoMs": 12_045.0, "released": False},
+    ]
+    truth["handoffs"][0] = {**truth["handoffs"][0], "moments": {"pod-a": late}}
+    outlived = _on("report-1-h1", _f("lease_outlived", ["attempt-a"], "error", durationMs=44.0), ["pod-a"])
+    rs = score(truth, _doc(*RIGHT, outlived))
+    assert not rs.failed
+    assert [i.why for i in rs.items if i.kind == "lease_outlived" and i.status == "tolerated"] == [
+        "a handoff the run did not play clean: pod-a ran 44 ms past its 2000 ms lease"
+    ]
+    # the other handoff was clean: the same finding there is false
+    rs = score(truth, _doc(*RIGHT, {**outlived, "jobId": "report-1-h2"}))
+    assert [i.kind for i in rs.items if i.status == "false"] == ["lease_outlived"]
+
+
+def test_two_findings_alike_but_for_their_message_are_not_one_twice() -> None:
+    """Advice for two job families names each family's first execution (both may be `attempt-a`)."""
+    one = _f("lease_settings", ["attempt-a"], "warning", message="report jobs: lease 1.5s")
+    two = {**one, "message": "report-1-h1 jobs: lease 2.0s"}
+    for f in (one, two):
+        f["jobId"] = None
+    whys = [i.why for i in score(ARTICLE, _doc(*RIGHT, one, two)).items]
+    assert not any("two identical findings" in w for w in whys)
+    assert any(
+        "two identical findings" in w for w in (i.why for i in score(ARTICLE, _doc(*RIGHT, one, one)).items)
+    )
+
+
 def test_an_attempt_that_never_acquired_never_ran_at_any_severity() -> None:
     crash = _f("crash_takeover", ["attempt-c", "attempt-b"], "info")
     falses = [i for i in score(ARTICLE, _doc(*RIGHT, crash)).items if i.status == "false"]

@@ -70,6 +70,9 @@ ROWS = {
 THREADS_LOGGED: dict[str, set[str | None]] = {
     "celery": {"ForkPoolWorker-1", "ForkPoolWorker-2"},
     "klog": {None},
+    # the Python layouts as documented name no thread (leaselog.reproduce.python_shapes)
+    "python-logging": {None},
+    "python-json-logger": {None},
 }
 
 

@@ -13,7 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from leaselog.reproduce import export_shapes  # noqa: F401  (registers the exports' shapes)
+from leaselog.reproduce import (
+    export_shapes,  # noqa: F401  (registers the exports' shapes)
+    python_shapes,  # noqa: F401  (registers the Python loggers' shapes)
+)
 from leaselog.reproduce import shapes as registry
 from leaselog.reproduce.rows import dumps, level
 

@@ -20,13 +20,13 @@ CASES = [(d, s) for d in DIALECTS for s in d.samples]
 
 
 def _message(sample: Sample) -> str:
-    """The message of a sample line: a JSON layout's `message`, a console line's text after ` : `, a
-    Celery, klog or Redis line's message as its format reads it."""
+    """The message of a sample line: a JSON layout's `message`, a console line's (Spring Boot's, Logback's
+    or slf4j-simple's), a Celery, klog or Redis line's message as its format reads it."""
     if sample.line.startswith("{"):
         obj = json.loads(sample.line)
         return str(obj.get("message", obj.get("msg")))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog", "redis"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis", "spring-console"):
         return str(fmt.parse(sample.line.encode())[0]["message"])
     return sample.line.split(" : ", 1)[-1]
 

@@ -215,3 +215,28 @@ def leaselog_col(name: str) -> Any:
     import polars as pl
 
     return pl.col(name)
+
+
+ONE_LINE = Path(__file__).parent.parent / "fixtures" / "documents" / "datadog-one-line-no-ids"
+
+
+def test_a_one_line_response_newest_first_is_read_in_the_order_it_was_written(tmp_path: Path) -> None:
+    """A real lab run (one pod, its id reused by two attempts that overlapped) as Datadog's Logs API
+    returns it: one line, newest first, no execution ids. Lines of one millisecond are put back in the
+    order they were written by the place each record was read at (they share a line): two executions,
+    as the same response pretty-printed (a record per line) gives; the records' one line once split each
+    attempt in two and overlapped them with themselves."""
+    one_line = leaselog.analyze(ONE_LINE)
+    doc = json.loads((ONE_LINE / "report-worker.json").read_text(encoding="utf-8"))
+    (tmp_path / "report-worker.json").write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    pretty = leaselog.analyze(tmp_path)
+
+    def story(a: Any) -> list[tuple[Any, ...]]:
+        return [(f.kind, f.severity, f.certainty, f.execution_ids, f.duration_ms) for f in a.finding_list]
+
+    assert one_line.executions.height == pretty.executions.height == 2
+    assert story(one_line) == story(pretty)
+    overlap = [f for f in one_line.finding_list if f.kind == "overlapping_executions"]
+    assert [(len(set(f.execution_ids)), f.duration_ms, f.certainty) for f in overlap] == [
+        (2, 401.0, "certain")
+    ]

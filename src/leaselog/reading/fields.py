@@ -11,6 +11,7 @@ from typing import Any
 
 from leaselog.config import Settings, compile_rule
 from leaselog.reading.dialects import NEEDLE_BYTES, NEEDLES, match_message
+from leaselog.reading.formats.console import key_value_pairs
 from leaselog.schema import schema
 from leaselog.vocabulary import EVENT_ALIASES, FIELD_ALIASES, normalise_event_name
 
@@ -135,6 +136,8 @@ class FieldMapper:
         (an unmapped event name, so a user can map it), or None for a line unrelated to leases.
         """
         row = self._fields(rec)
+        if "job_id" not in row:
+            rec, row = self._message_pairs(rec, row)
         if "job_id" not in row and not self.rules:
             return self._dialect(rec, row)  # no job: unrelated to leases, unless a lock library said it
         event_name = row.get("event")
@@ -175,6 +178,22 @@ class FieldMapper:
             row.setdefault(self._group_field.get(k, k), v)
         row["raw_event"] = event_name
         return canonical_event, row
+
+    def _message_pairs(
+        self, rec: Mapping[str, Any], row: dict[str, str | None]
+    ) -> tuple[Mapping[str, Any], dict[str, str | None]]:
+        """A record with no job-id key whose message carries the lease fields as `key=value` pairs (a JSON
+        line written by a format string around `%(message)s`, a GELF or OTLP message of a text logger):
+        those pairs are its fields, never over a key the record has."""
+        message = row.get("message")
+        if not message or "=" not in message:
+            return rec, row
+        pairs: dict[str, Any] = {}
+        key_value_pairs(message, pairs)
+        if not any(k in pairs for k in self.aliases["job_id"]):
+            return rec, row
+        merged = {**pairs, **rec}
+        return merged, self._fields(merged)
 
     def _dialect(
         self, rec: Mapping[str, Any], row: dict[str, str | None]

@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from leaselog.reading.fields import RAW_COLUMNS
-from leaselog.reading.formats import Format
+from leaselog.reading.formats import FORMATS, Format
 
 MAX_LOCATED = 1000  # malformed lines located per file and reason; the rest are counted
 
@@ -71,6 +71,9 @@ class InputReport:
         if +self.dialects:
             read = ", ".join(f"{k} ({v})" for k, v in (+self.dialects).most_common())
             out.append(f"lock-library lines read by dialect: {read}")
+        shape = FORMATS.get(self.format)
+        if shape is not None and shape.note and self.lines:
+            out.append(shape.note)
         if self.duplicates:
             out.append(
                 f"{self.duplicates} exact duplicate line(s) dropped (a shipper's retry), counted ignored"

@@ -30,7 +30,11 @@ from typing import Any
 
 import polars as pl
 
-from leaselog.reproduce import shapes
+from leaselog.reproduce import (
+    export_shapes,  # noqa: F401  (registers the log stores' export shapes in shapes.SHAPES)
+    python_shapes,  # noqa: F401  (and Python's loggers')
+    shapes,
+)
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play

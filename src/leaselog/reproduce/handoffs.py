@@ -84,6 +84,24 @@ def jobs(truth: dict[str, Any]) -> set[str]:
     return {str(h["job"]) for h in truth.get("handoffs", ())}
 
 
+def unclean(truth: dict[str, Any], job: str) -> str | None:
+    """Why the handoff of `job` was not clean as played (None: it was): an owner that ran past its lease
+    (a loaded machine can stretch a second of work past 2 s) or whose release deleted nothing. Its lease
+    findings are then the truth's, not false."""
+    for h in truth.get("handoffs", ()):
+        if h["job"] != job:
+            continue
+        for pod, ms in h["moments"].items():
+            acquired = next((m["monoMs"] for m in ms if m["event"] == "lock_acquired"), None)
+            end = next((m["monoMs"] for m in ms if m["event"] in ("job_finished", "job_stopped")), None)
+            release = next((m for m in ms if m["event"] == "lock_released"), None)
+            if acquired is not None and end is not None and end - acquired > LEASE_MS:
+                return f"{pod} ran {end - acquired - LEASE_MS:.0f} ms past its {LEASE_MS} ms lease"
+            if release is not None and release.get("released") is False:
+                return f"{pod}'s release deleted nothing"
+    return None
+
+
 def play_handoffs(run: LabRun) -> list[dict[str, Any]]:
     """Play the plan's handoffs once its pods are done; their truth (empty: none planned, or the stepped pod
     never logged the lease line that plans its step)."""

@@ -52,6 +52,7 @@ from typing import Any
 
 from leaselog.reproduce.attempts import Attempt, attempts
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
+from leaselog.reproduce.handoffs import unclean
 from leaselog.reproduce.identity import clock_steps
 from leaselog.reproduce.undecided import UNDECIDED, says_undecided
 
@@ -526,7 +527,14 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
         if f["kind"] in RAN_KINDS and never & set(f.get("executionIds") or ()):
             # whatever its severity: an attempt that never acquired never ran
             wrong.setdefault(i, []).append("names an attempt that never acquired the lock as an execution")
-        key = (f["kind"], tuple(f.get("executionIds") or ()), f.get("start"), f.get("end"))
+        key = (
+            f["kind"],
+            f.get("jobId"),
+            tuple(f.get("executionIds") or ()),
+            f.get("start"),
+            f.get("end"),
+            f.get("message"),
+        )
         seen[key] += 1
         if seen[key] >= 2:
             wrong.setdefault(i, []).append("two identical findings")
@@ -544,7 +552,15 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
             if false_why is not None:
                 rs.items.append(_false(f, false_why))
             elif f.get("severity") in ("warning", "error"):
-                rs.items.append(Item(f["kind"], "tolerated", list(f.get("executionIds") or []), HANDOFF_STEP))
+                played = unclean(truth, str(f.get("jobId")))
+                rs.items.append(
+                    Item(
+                        f["kind"],
+                        "tolerated",
+                        list(f.get("executionIds") or []),
+                        HANDOFF_STEP if played is None else f"a handoff the run did not play clean: {played}",
+                    )
+                )
     malformed = int(doc.get("lines", {}).get("malformed", 0))
     if malformed:
         rs.items.append(
@@ -559,6 +575,8 @@ def _handoff_finding(f: dict[str, Any], truth: dict[str, Any]) -> str | None:
     advice and information are no alarm."""
     stepped = {pod for pod, _at, _size in clock_steps(truth)}
     if f["kind"] in ("clock_step", "clock_contradiction") and stepped & set(f.get("pods") or ()):
+        return None
+    if unclean(truth, str(f.get("jobId"))) is not None:
         return None
     if f.get("severity") in ("warning", "error"):
         return "a clean handoff: one owner after the other, each inside its lease"

@@ -28,7 +28,9 @@ from leaselog.reproduce.rows import (
     thread,
 )
 
-NO_THREAD = ("klog",)  # shapes whose lines name no thread (and no process standing for one)
+# shapes whose lines name no thread (and no process standing for one): klog's, and the Python layouts
+# services use as they are documented (leaselog.reproduce.python_shapes)
+NO_THREAD = ("klog", "python-logging", "python-json-logger")
 
 Encoder = Callable[[Row, str, str | None], list[str]]  # (row, pod, jobId) -> physical lines
 KubeEncoder = Callable[[Row, str, str | None, Row], list[str]]  # (row, pod, jobId, kubernetes) -> lines

@@ -4,7 +4,8 @@ Each format turns one physical line into zero or more records (OTLP batches hold
 `Malformed` with a reason. Detection follows docs/FORMATS.md's order; `detect_format` looks at a file's
 first non-blank lines. One module per family: `json_shapes` (flat, ECS, Logstash, GELF), `otlp`,
 `containers` (Docker, kubectl, CRI, Fluent Bit), `text` (logfmt, plain prose), `celery` (Celery's worker
-lines), `klog` (Kubernetes components' text lines), `redis` (a Redis server's or Sentinel's own log).
+lines), `klog` (Kubernetes components' text lines), `redis` (a Redis server's or Sentinel's own log),
+`python_logging` (the standard library's text layouts, loguru's `serialize=True` lines).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from leaselog.reading.formats import (
     json_shapes,
     klog,
     otlp,
+    python_logging,
     redis,
     text,
 )
@@ -70,7 +72,8 @@ class Format:
     (`obj` is the line already parsed as a JSON object, or None); `shape_error(line)` is the cheap check
     for lines the reader skips parsing (no job-id name in them): None when the line looks right, else why
     not; `join`, when set, is a per-file stage joining partial lines (one output line per input line,
-    empty ones for absorbed parts); `maps` says in words what the shape puts where.
+    empty ones for absorbed parts); `maps` says in words what the shape puts where; `note`, when set,
+    is said under every file of this shape.
     """
 
     name: str
@@ -81,6 +84,7 @@ class Format:
     maps: str = ""
     shape_error: Callable[[bytes], str | None] = json_object_shape
     join: Join | None = None
+    note: str = ""  # what the Inputs table says under a file of this shape (a shape that writes no time)
 
 
 FORMATS: dict[str, Format] = {
@@ -131,6 +135,31 @@ FORMATS: dict[str, Format] = {
             shape_error=celery.celery_shape,
         ),
         Format(
+            "python-logging",
+            "Python logging text lines: `%(asctime)s` (`2026-12-03 11:10:54,365`) then the level, logger "
+            "and message in a common layout",
+            python_logging.parse_python,
+            python_logging.sniff_python,
+            False,
+            maps="asctime (local, no zone: --timezone) -> time; levelname -> level; name -> logger; "
+            "key=value pairs in the message -> fields, last wins; pod from the file name unless a pair "
+            "names it",
+            shape_error=python_logging.python_shape,
+        ),
+        Format(
+            "python-basic",
+            "Python logging's default layout `%(levelname)s:%(name)s:%(message)s` (basicConfig() with no "
+            "format): no time",
+            python_logging.parse_basic,
+            python_logging.sniff_basic,
+            False,
+            maps="levelname -> level; name -> logger; key=value pairs in the message -> fields; no time: "
+            "the order is the file's line order; pod from the file name unless a pair names it",
+            shape_error=python_logging.basic_shape,
+            note="Python logging's default layout writes no time: the order comes from line order "
+            "(add %(asctime)s to the format)",
+        ),
+        Format(
             "klog",
             "Kubernetes klog text: `Lmmdd hh:mm:ss.uuuuuu PID file:line] msg`, printf or structured "
             '(`"msg" key="value"`)',
@@ -153,6 +182,16 @@ FORMATS: dict[str, Format] = {
             "redis.role; pod from the file name. No job: only the redis-server dialect's lines are read "
             "(a failover)",
             shape_error=redis.redis_shape,
+        ),
+        Format(
+            "loguru",
+            'loguru `serialize=True`: {"text": <the formatted line>, "record": {...}} per line',
+            python_logging.parse_loguru,
+            python_logging.sniff_loguru,
+            True,
+            maps="record.extra (bind(), contextualize()) -> the line's fields; record.time.repr (else "
+            "record.time.timestamp) -> time; record.level.name -> level; record.message -> message; "
+            "record.name -> logger; record.thread.name -> thread",
         ),
         Format(
             "otlp",
@@ -313,8 +352,11 @@ DETECTION_ORDER: list[str] = [
     "spring-console",
     "kubectl",
     "celery",
+    "python-logging",
+    "python-basic",
     "klog",
     "redis",
+    "loguru",
     "otlp",
     "fluentbit",
     "docker",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from leaselog.reading.formats._common import Malformed, Record, flatten_object, load_object
+from leaselog.reading.formats.python_logging import is_loguru, loguru_record
 
 Obj = dict[str, Any] | None
 
@@ -91,4 +92,6 @@ def object_records(obj: dict[str, Any]) -> list[Record]:
         return otlp_records(obj)
     if is_gelf(obj):
         return [gelf_record(obj)]
+    if is_loguru(obj):
+        return [loguru_record(obj)]
     return [flatten_object(obj)]

@@ -6,6 +6,7 @@ from typing import Any
 
 from leaselog.reading.formats._common import Malformed, Record, decode, logfmt_record
 from leaselog.reading.formats.console import console_record
+from leaselog.reading.formats.python_logging import basic_record, python_record
 
 Obj = dict[str, Any] | None
 
@@ -17,6 +18,11 @@ def parse_logfmt(line: bytes) -> list[Record]:
     if text[:1].isdigit() and console_record(text) is not None:
         # `2026-.. INFO 1 --- [main] x : jobId=..` has pairs, but its header is a console line's
         raise Malformed("a console log line, not logfmt")
+    if (text[:1].isdigit() and python_record(text) is not None) or (
+        text[:1].isupper() and basic_record(text) is not None
+    ):
+        # `2026-.. 11:10:54,365 INFO [x] jobId=..`, `INFO:x:jobId=..`: Python logging's header, not a pair
+        raise Malformed("a Python logging line, not logfmt")
     rec = logfmt_record(text)
     if rec is None:
         raise Malformed("not logfmt: fewer than two key=value pairs")
