@@ -71,6 +71,14 @@ _TTL_UNLOGGED = (
     ),
     ("quartz/", "Quartz", "7.5 s: an instance is taken for failed no sooner than 7.5 s after a job's start"),
 )
+_BULLMQ_STALLED = (
+    " BullMQ: the job stalled (its lock lapsed with no renewal: the lock manager renews on the worker's "
+    "event loop every lockRenewTime, lockDuration / 2 by default) and another worker took it. A processor "
+    "that blocks the event loop past lockDuration (CPU-bound work, synchronous I/O) cannot renew: move that "
+    "work to a sandboxed processor or a worker thread, or raise lockDuration above the longest block; and stop "
+    "a processor that takes the `signal` argument when its renewal fails: worker.on('lockRenewalFailed', "
+    "ids => ids.forEach(id => worker.cancelJob(id)))."
+)
 
 # (rule label prefix, finding kinds, advice)
 _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -83,6 +91,7 @@ _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     ("redisson/watchdog-failed", ("renewal_failed", "lease_outlived", "overlapping_executions"), _REDISSON),
     ("redisson/watchdog-failed-old", ("renewal_failed",), _REDISSON_OLD),
+    ("bullmq/stalled", ("lease_outlived", "overlapping_executions"), _BULLMQ_STALLED),
     (
         "spring-redis-lock-registry/expired",
         ("stale_release", "release_failed", "lease_outlived", "overlapping_executions"),

@@ -74,7 +74,8 @@ def test_every_sample_reads_as_its_event(tmp_path: Path, dialect: Dialect, sampl
 @pytest.mark.parametrize("dialect", DIALECTS, ids=[d.name for d in DIALECTS])
 def test_each_dialect_cites_its_source_and_says_how_to_turn_it_on(dialect: Dialect) -> None:
     assert dialect.sources and all(
-        any(x in s for x in (".java", ".py", ".go", ".c ")) for s in dialect.sources
+        any(x in s for x in (".java", ".py", ".go", ".c ", ".js", ".ts", ".lua", ".md"))
+        for s in dialect.sources
     )
     assert dialect.needles and dialect.samples and dialect.enable and dialect.cannot_measure
     # every rule is shown by a sample (read through the reader above)
