@@ -8,6 +8,7 @@ tests/test_layers.py."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -80,6 +81,7 @@ def test_the_analyzer_runs_where_redis_is_absent(tmp_path: Path) -> None:
 def test_the_check_itself_sees_an_import_of_redis(tmp_path: Path) -> None:
     """The same probe after the lab's scenarios were imported lists them (the empty list above means
     something)."""
+    pytest.importorskip("redis")
     proc = _python("import leaselog.reproduce.scenarios\n" + LOADED.format(mods=LAB_MODULES), tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "'redis'" in proc.stdout and "'leaselog.reproduce.scenarios'" in proc.stdout
@@ -92,9 +94,10 @@ def test_the_shape_renderers_import_without_redis(tmp_path: Path) -> None:
     )
     proc = _python(code, tmp_path, LAB_MODULES)
     assert proc.returncode == 0, proc.stderr
-    loaded = proc.stdout.strip()
-    assert "redis" not in loaded.replace("leaselog.reproduce", "")
-    assert "'leaselog.reproduce.shapes'" in loaded
+    loaded = ast.literal_eval(proc.stdout)
+    assert "leaselog.reproduce.shapes" in loaded
+    assert [m for m in loaded if not m.startswith("leaselog.")] == []
+    assert "leaselog.reproduce.scenarios" not in loaded and "leaselog.reproduce.server" not in loaded
 
 
 def test_the_lab_api_without_the_extra_names_the_install(tmp_path: Path) -> None:
@@ -103,17 +106,26 @@ def test_the_lab_api_without_the_extra_names_the_install(tmp_path: Path) -> None
     assert "LabMissing" in proc.stderr and INSTALL in proc.stderr
 
 
-def test_the_python_redis_lock_lab_imports_neither_celery_nor_the_library(tmp_path: Path) -> None:
-    """The lab's side of the python-redis-lock lab reads its workers' settings without the worker module;
-    only the worker process (the Celery app) imports celery and redis_lock."""
+@pytest.mark.parametrize(
+    ("lab", "worker"),
+    [("prl_lab", "prl_worker"), ("celery_vt_lab", "celery_vt_worker")],
+)
+def test_the_library_labs_import_neither_celery_nor_the_lock_library(
+    tmp_path: Path, lab: str, worker: str
+) -> None:
+    """The lab's side of a lock library's lab reads its workers' settings without the worker module; only
+    the worker process (the Celery app) imports celery and redis_lock."""
     pytest.importorskip("redis")
     proc = _python(
-        "import leaselog.reproduce.prl_lab\n" + LOADED.format(mods=("celery", "redis_lock", "kombu")),
+        f"import leaselog.reproduce.{lab}\n" + LOADED.format(mods=("celery", "redis_lock", "kombu")),
         tmp_path,
         ("celery", "redis_lock", "kombu"),
     )
     assert proc.returncode == 0, proc.stderr
-    assert "prl_worker" not in proc.stdout and "celery" not in proc.stdout.replace("leaselog", "")
+    loaded = ast.literal_eval(proc.stdout)
+    assert f"leaselog.reproduce.{lab}" in loaded
+    assert f"leaselog.reproduce.{worker}" not in loaded
+    assert [m for m in loaded if not m.startswith("leaselog.")] == []
 
 
 @pytest.mark.parametrize(

@@ -66,4 +66,6 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'leaselog.reproduce' has no attribute {name!r}")
     require_lab()
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # read once
+    return value
