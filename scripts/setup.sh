@@ -10,7 +10,7 @@
 # Afterwards .venv/bin/leaselog and .venv/bin/python are ready (or `source .venv/bin/activate`).
 #
 # Environment: PYTHON (the interpreter to build .venv with; default python3), LEASELOG_EXTRAS (default
-# dev,bench,spark,s3,http), LEASELOG_NO_APT=1 (do not install system packages; say what is missing).
+# dev,lab,bench,spark,s3,http), LEASELOG_NO_APT=1 (do not install system packages; say what is missing).
 # Any failing step stops the script with a non-zero exit and says which step failed.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +23,7 @@ die() {
 }
 
 python=${PYTHON:-python3}
-extras=${LEASELOG_EXTRAS:-dev,bench,spark,s3,http}
+extras=${LEASELOG_EXTRAS:-dev,lab,bench,spark,s3,http}
 
 step="finding Python 3.11+ ($python)"
 command -v "$python" >/dev/null 2>&1 || die "no '$python' on PATH: install Python 3.11 or newer (apt-get install python3)"
