@@ -67,7 +67,11 @@ def test_blocked_event_loop_overlap_and_zombie_match_the_truth(tmp_path: Path, k
     # A's acquisition + the lease (the truth here, as A renewed nothing)
     at_most = outlived.to_json_dict()["details"]["zombieAtMostMs"]
     assert outlived.duration_ms is not None and outlived.duration_ms <= zombie_truth + TOLERANCE_MS
-    assert abs(at_most - zombie_truth) <= TOLERANCE_MS
+    # (the logs place A's acquisition at its `active` line, which BullMQ emits after moveToActive
+    # returned: a loaded machine's event loop can emit it well after processedOn, and the bound moves
+    # by that delay, which no line shows)
+    unseen = t[("pod-a", "start")] - t[("pod-a", "processedOn")]
+    assert zombie_truth - unseen - TOLERANCE_MS <= at_most <= zombie_truth + TOLERANCE_MS
     assert outlived.pods == ("pod-a",)
     (stale,) = by_kind["stale_release"]  # the refused completion, once (BullMQ says it twice)
     assert REFUSAL.get(kind, "bullmq/lock-mismatch") in stale.message
