@@ -34,16 +34,23 @@ from typing import Any
 import redis
 
 LEASE_S = 2
+WORK_S = 0.5  # how long the job works once the test lets it go
 WAIT_S = 30.0
+# the last line a burst worker logs (rq 3.0.0 `Worker.unsubscribe`, at teardown): after it the process may
+# wait out redis-py's pubsub thread (a read of up to 60 s) before it exits, so the lab ends it there
+_LAST = "unsubscribing from channel"
 
 
 def job(truth: str, url: str) -> str:
-    """The job: record its start, wait for the test's go for this pod, record its end."""
+    """The job: record its start, wait for the test's go for this pod, work as long as the go says (its
+    value, in seconds), record its end."""
     pod = os.environ["LAB_POD"]
     with open(truth, "a") as f:
         f.write(json.dumps({"pod": pod, "at": "start", "ms": time.time() * 1000}) + "\n")
     r = redis.Redis.from_url(url)
     got = r.blpop([f"go:{pod}"], timeout=int(WAIT_S))
+    if got is not None:
+        time.sleep(float(got[1]))  # the job's work (the order of events is the test's go, not this)
     with open(truth, "a") as f:
         f.write(json.dumps({"pod": pod, "at": "end", "ms": time.time() * 1000, "go": got is not None}) + "\n")
     return pod
@@ -127,14 +134,14 @@ def play(out: Path, url: str, scenario: str = "abandoned") -> dict[str, Any]:
             b = _start(out, url, "pod-b")
             _until("pod-b's job start", lambda: _seen(truth_path, "pod-b", "start"))
             os.killpg(a.pid, signal.SIGCONT)
-            conn.rpush("go:pod-a", 1)
+            conn.rpush("go:pod-a", WORK_S)
             _until("pod-a's job end", lambda: _seen(truth_path, "pod-a", "end"))
-            conn.rpush("go:pod-b", 1)
+            conn.rpush("go:pod-b", 0)
         else:
-            conn.rpush("go:pod-a", 1)
-        a.wait(WAIT_S)
-        if b is not None:
-            b.wait(WAIT_S)
+            conn.rpush("go:pod-a", WORK_S)
+        for proc, pod in ((a, "pod-a"), (b, "pod-b")):
+            if proc is not None:
+                _until(f"{pod}'s last line", lambda pod=pod: _LAST in (out / f"{pod}.log").read_text())
     finally:
         for proc in (a, b):
             if proc is not None and proc.poll() is None:

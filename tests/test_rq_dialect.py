@@ -1,0 +1,103 @@
+"""Real RQ workers (`tests/rq_lab.py`: rq from PyPI, a real `redis-server`), read through the rq dialect.
+
+Pod A's worker is frozen (SIGSTOP of its process group: the worker and its work-horse) while its job runs,
+past the job's StartedJobRegistry lease; pod B's worker starts, its registry cleanup finds the entry
+expired and retries the job (`Retry(max=1)`), and B runs it; A is woken and finishes the job too. leaselog
+reads nothing but the two pods' console output and finds the overlap within 100 ms of what the job
+function itself recorded, and the second attempt with trigger `abandoned`. A run inside its lease stays
+quiet, an empty input gives nothing, and a broken line is located without changing its neighbours."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import leaselog
+from leaselog.reproduce.server import throwaway_redis
+from rq_lab import play
+
+pytestmark = pytest.mark.redis
+
+TOLERANCE_MS = 100
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian package `redis-server`)")
+    with throwaway_redis() as target:
+        yield target.url
+
+
+def _analyze(out: Path, lease_ms: int) -> leaselog.Analysis:
+    return leaselog.analyze([str(p) for p in sorted(out.glob("pod-*.log"))], lease_ttl=f"{lease_ms}ms")
+
+
+def test_a_worker_frozen_past_its_registry_lease_runs_the_job_beside_the_retry(
+    redis_url: str, tmp_path: Path
+) -> None:
+    truth = play(tmp_path, redis_url, "abandoned")
+    runs = truth["runs"]
+    assert set(runs) == {"pod-a", "pod-b"}, truth
+    # the truth: B started the job while A was still in it
+    assert runs["pod-b"]["start"] < runs["pod-a"]["end"], truth
+    # what RQ logged: B's cleanup retried the abandoned job, and both pods logged Job OK
+    b_log = (tmp_path / "pod-b.log").read_text()
+    assert f"Job {truth['jobId']}: enqueued for retry, 0 remaining" in b_log
+    for pod in ("pod-a", "pod-b"):
+        assert f"Worker {pod}: default: Job OK ({truth['jobId']})" in (tmp_path / f"{pod}.log").read_text()
+    a = _analyze(tmp_path, truth["leaseMs"])
+    assert a.line_totals()["malformed"] == 0
+    by_kind = {f.kind: f for f in a.finding_list}
+    overlap = by_kind["overlapping_executions"]
+    assert overlap.job_id == truth["jobId"]
+    assert sorted(overlap.pods) == ["pod-a", "pod-b"]
+    assert abs(overlap.duration_ms - truth["overlapMs"]) < TOLERANCE_MS, (overlap.duration_ms, truth)
+    again = by_kind["second_attempt"]
+    assert again.trigger == "abandoned", again.message
+    assert "abandoned: the job was put back in its queue" in again.message
+
+
+def test_a_run_inside_its_registry_lease_stays_quiet(redis_url: str, tmp_path: Path) -> None:
+    truth = play(tmp_path, redis_url, "quiet")
+    assert set(truth["runs"]) == {"pod-a"}
+    a = _analyze(tmp_path, truth["leaseMs"])
+    totals = a.line_totals()
+    assert totals["malformed"] == 0 and totals["used"] == 2  # the start line and Job OK
+    kinds = {f.kind for f in a.finding_list}
+    assert not kinds & {"overlapping_executions", "lease_outlived", "second_attempt"}, kinds
+
+
+def test_empty_rq_logs_give_nothing(tmp_path: Path) -> None:
+    (tmp_path / "pod-a.log").write_text("")
+    a = leaselog.analyze(str(tmp_path / "pod-a.log"), lease_ttl="2s")
+    assert a.finding_list == []
+
+
+JOB = "e9134cef-442a-4d4f-b789-ae4c1ef20290"
+
+
+def test_a_broken_line_is_located_and_its_neighbours_read_as_before(tmp_path: Path) -> None:
+    lines = [
+        "2026-12-04 18:49:55,874 Worker pod-a: started with PID 28452, version 3.0.0",
+        f"2026-12-04 18:49:55,927 Worker pod-a: default: rq_lab.job('x') ({JOB})",
+        "2026-12-04 18:49:5\xff garbled",
+        f"2026-12-04 18:49:56,589 Worker pod-a: default: Job OK ({JOB})",
+    ]
+    path = tmp_path / "pod-a.log"
+    path.write_bytes("\n".join(lines).encode("utf-8").replace("\xff".encode(), b"\xff") + b"\n")
+    a = leaselog.analyze(str(path), lease_ttl="2s")
+    assert a.malformed["line"].to_list() == [3]
+    events = a.events.sort("t")
+    assert events["event"].to_list() == [
+        "job_triggered",
+        "lock_acquired",
+        "job_started",
+        "job_finished",
+        "lock_released",
+    ]
+    assert set(events["job_id"].cast(str).to_list()) == {JOB}
+    assert a.finding_list == [] or {f.kind for f in a.finding_list} <= {"lease_settings"}
