@@ -155,7 +155,8 @@ def play(out: Path, url: str, scenario: str = "abandoned") -> dict[str, Any]:
     }
     truth: dict[str, Any] = {"jobId": enqueued.id, "leaseMs": LEASE_S * 1000, "runs": runs}
     if "pod-b" in runs:
-        truth["overlapMs"] = round(runs["pod-a"]["end"] - runs["pod-b"]["start"], 3)
+        ends = min(runs["pod-a"]["end"], runs["pod-b"]["end"])
+        truth["overlapMs"] = round(ends - max(runs["pod-a"]["start"], runs["pod-b"]["start"]), 3)
     return truth
 
 

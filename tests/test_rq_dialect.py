@@ -19,8 +19,6 @@ import leaselog
 from leaselog.reproduce.server import throwaway_redis
 from rq_lab import play
 
-pytestmark = pytest.mark.redis
-
 TOLERANCE_MS = 100
 
 
@@ -36,6 +34,7 @@ def _analyze(out: Path, lease_ms: int) -> leaselog.Analysis:
     return leaselog.analyze([str(p) for p in sorted(out.glob("pod-*.log"))], lease_ttl=f"{lease_ms}ms")
 
 
+@pytest.mark.redis
 def test_a_worker_frozen_past_its_registry_lease_runs_the_job_beside_the_retry(
     redis_url: str, tmp_path: Path
 ) -> None:
@@ -61,6 +60,7 @@ def test_a_worker_frozen_past_its_registry_lease_runs_the_job_beside_the_retry(
     assert "abandoned: the job was put back in its queue" in again.message
 
 
+@pytest.mark.redis
 def test_a_run_inside_its_registry_lease_stays_quiet(redis_url: str, tmp_path: Path) -> None:
     truth = play(tmp_path, redis_url, "quiet")
     assert set(truth["runs"]) == {"pod-a"}
@@ -101,3 +101,20 @@ def test_a_broken_line_is_located_and_its_neighbours_read_as_before(tmp_path: Pa
     ]
     assert set(events["job_id"].cast(str).to_list()) == {JOB}
     assert a.finding_list == [] or {f.kind for f in a.finding_list} <= {"lease_settings"}
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_logs" / "dialects" / "rq"
+
+
+def test_the_rq_sample_gives_its_overlap_and_the_abandoned_retry() -> None:
+    # one run of the lab above (rq 3.0.0), the truth file's path and the Redis URL substituted; its truth:
+    # A's job ran 18:58:25.075-18:58:29.865, B's 18:58:29.247-18:58:29.935: 618.1 ms of overlap
+    a = leaselog.analyze(str(SAMPLE), lease_ttl="2s")
+    assert a.line_totals() == {"total": 22, "used": 4, "ignored": 18, "malformed": 0}
+    by_kind = {f.kind: f for f in a.finding_list}
+    # B's start line (18:58:29.227) to A's Job OK (18:58:29.867)
+    assert by_kind["overlapping_executions"].duration_ms == 640.0
+    assert abs(640.0 - 618.137) < TOLERANCE_MS
+    outlived = by_kind["lease_outlived"]
+    assert outlived.pods == ("pod-a",) and outlived.duration_ms == 640.0  # at least: heartbeats unlogged
+    assert by_kind["second_attempt"].trigger == "abandoned"
