@@ -118,3 +118,12 @@ def test_the_rq_sample_gives_its_overlap_and_the_abandoned_retry() -> None:
     outlived = by_kind["lease_outlived"]
     assert outlived.pods == ("pod-a",) and outlived.duration_ms == 640.0  # at least: heartbeats unlogged
     assert by_kind["second_attempt"].trigger == "abandoned"
+
+
+def test_without_a_lease_length_the_rq_sample_still_gives_the_overlap_and_no_clock_doubt() -> None:
+    # RQ never logs the registry lease: without --lease-ttl the overlap is the two runs' own lines
+    a = leaselog.analyze(str(SAMPLE))
+    kinds = {f.kind: f for f in a.finding_list}
+    assert kinds["overlapping_executions"].duration_ms == 640.0
+    assert kinds["second_attempt"].trigger == "abandoned"
+    assert "clock_contradiction" not in kinds and "lease_outlived" not in kinds

@@ -14,7 +14,9 @@ Sources, rq 3.0.0 (installed from PyPI) and the rq repository's tags v1.16.2, v2
   `job_triggered`, `lock_acquired` and `job_started` on the pod (the job id is the job and the message
   id). 1.x's and 2.x's line without a description (`QUEUE: ID`) is not read: nothing in it is RQ's.
 - `handle_job_success`: `'Worker %s: %s: %s (%s)'` with `'Job OK'` (3.0), `'%s: %s (%s)'` (1.x, 2.x):
-  `job_finished` (ok) and `lock_released` (the registry entry is removed with the result).
+  `job_finished` (ok) and `lock_released` (the run's registry entry is removed with the result). Each run
+  has an entry of its own (`JOB_ID:EXECUTION_ID`, rq 2.0 on), so a release neither deletes nor proves
+  anything about another worker's: `released` is left unknown.
 - `rq/worker/worker_classes.py` `monitor_work_horse` (2.10, 3.0): `'Worker %s: job %s failed (%s)'` with
   `Work-horse terminated unexpectedly; waitpid returned N (signal S); `: `job_finished` (error) and
   `lock_released`. `'Work horse killed for job %s: retpid=%s, ret_val=%s'` (`handle_work_horse_killed`)
@@ -60,28 +62,28 @@ _RULES = (
     Rule(
         "lock_released",
         r"\AWorker \S+: job (?P<job_id>[\w.:-]+) failed \(Work-horse terminated unexpectedly; ",
-        {**_ERROR, "released": "true", "reason": "work_horse_terminated"},
+        {**_ERROR, "reason": "work_horse_terminated"},
         versions="rq 2.10 to 3.0",
         also=("job_finished",),
     ),
     Rule(
         "lock_released",
         _EXCEPTION,
-        {**_ERROR, "released": "true"},
+        {**_ERROR},
         versions="rq 2.10 to 3.0",
         also=("job_finished",),
     ),
     Rule(
         "lock_released",
         _EXCEPTION_OLD,
-        {**_ERROR, "released": "true"},
+        {**_ERROR},
         versions="rq 1.x and 2.0",
         also=("job_finished",),
     ),
     Rule(
         "lock_released",
         r"\A" + _WORKER + r"[^\s:]+: Job OK " + _ID,
-        {"status": "ok", "released": "true"},
+        {"status": "ok"},
         versions="rq 3.0 (Worker NAME: QUEUE: Job OK (ID)); 1.x and 2.x (QUEUE: Job OK (ID))",
         also=("job_finished",),
     ),
@@ -122,7 +124,7 @@ SAMPLES = (
     Sample(
         _AT + f"Worker pod-a: default: Job OK ({_JOB})", "lock_released", {"job_id": _JOB, "status": "ok"}
     ),
-    Sample(_AT + f"default: Job OK ({_JOB})", "lock_released", {"job_id": _JOB, "released": "true"}),
+    Sample(_AT + f"default: Job OK ({_JOB})", "lock_released", {"job_id": _JOB}),
     Sample(
         _AT + f"Worker pod-a: job {_JOB} failed (Work-horse terminated unexpectedly; waitpid returned 9 "
         "(signal 9); )",
