@@ -10,7 +10,8 @@ Nothing stops the first worker: woken, it finishes the job too.
 Sources, rq 3.0.0 (installed from PyPI) and the rq repository's tags v1.16.2, v2.0 and v2.10:
 - `rq/worker/base.py` `dequeue_job_and_maintain_ttl`: `'Worker %s: %s: %s (%s)'` (worker name, queue,
   `job.description`, job id), or `'Worker %s: %s: %s'` without the description (`log_job_description`
-  off); 2.x and 1.x (`rq/worker.py`): `'%s: %s (%s)'` / `'%s: %s'`, no worker name. Read as the job's
+  off); 2.x and 1.x (`rq/worker.py`): `'%s: %s (%s)'` / `'%s: %s'`, no worker name (read only with a
+  job id of RQ's making, a uuid4, and a description that ends in its call's `)`). Read as the job's
   `job_triggered`, `lock_acquired` and `job_started` on the pod (the job id is the job and the message
   id). 1.x's and 2.x's line without a description (`QUEUE: ID`) is not read: nothing in it is RQ's.
 - `handle_job_success`: `'Worker %s: %s: %s (%s)'` with `'Job OK'` (3.0), `'%s: %s (%s)'` (1.x, 2.x):
@@ -54,6 +55,8 @@ NAME = "rq"
 
 _ID = r"\((?P<job_id>[\w.:-]+)\)\Z"
 _WORKER = r"(?:Worker \S+: )?"
+# a job id as RQ makes it (`str(uuid4())`): what the old start line, with no worker name, is read with
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _ERROR = {"status": "error"}
 _EXCEPTION = r"\AWorker \S+: job (?P<job_id>[\w.:-]+): exception raised while executing \("
 _EXCEPTION_OLD = r"\A\[Job (?P<job_id>[\w.:-]+)\]: exception raised while executing \("
@@ -89,14 +92,19 @@ _RULES = (
     ),
     Rule(
         "job_started",
-        r"\A" + _WORKER + r"[^\s:]+: .*\) " + _ID,
-        versions="rq 3.0 (Worker NAME: QUEUE: DESCRIPTION (ID)); 1.x and 2.x (QUEUE: DESCRIPTION (ID))",
+        r"\AWorker \S+: [^\s:]+: .*\) " + _ID,
+        versions="rq 3.0 (Worker NAME: QUEUE: DESCRIPTION (ID))",
         also=("job_triggered", "lock_acquired"),
     ),
     Rule(
         "job_started",
-        r"\AWorker \S+: [^\s:]+: (?P<job_id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
-        r"[0-9a-f]{12})\Z",
+        r"\A[^\s:]+: .*\) \((?P<job_id>" + _UUID + r")\)\Z",
+        versions="rq 1.x and 2.x (QUEUE: DESCRIPTION (ID)); read with RQ's own uuid4 job ids only",
+        also=("job_triggered", "lock_acquired"),
+    ),
+    Rule(
+        "job_started",
+        r"\AWorker \S+: [^\s:]+: (?P<job_id>" + _UUID + r")\Z",
         versions="rq 3.0, log_job_description off",
         also=("job_triggered", "lock_acquired"),
     ),
@@ -106,7 +114,7 @@ RULES = tuple(
     replace(r, name=n)
     for r, n in zip(
         _RULES,
-        ("horse-terminated", "exception", "exception-old", "job-ok", "started", "started-id"),
+        ("horse-terminated", "exception", "exception-old", "job-ok", "started", "started-old", "started-id"),
         strict=True,
     )
 )
@@ -167,9 +175,11 @@ SAMPLES = (
     Sample(_AT + f"Work horse killed for job {_JOB}: retpid=28460, ret_val=9", None),
     Sample(_AT + "Worker pod-a: started with PID 28452, version 3.0.0", None),
     Sample(_AT + "Worker pod-a: cleaning registries for queue: default", None),
+    # not RQ's: another program's message of the same shape, without a job id of RQ's making
+    Sample(_AT + "billing: charge(order=7) (E42)", None),
 )
 
-_STARTS = (f"{NAME}/started", f"{NAME}/started-id")
+_STARTS = (f"{NAME}/started", f"{NAME}/started-old", f"{NAME}/started-id")
 _EXCEPTIONS = (f"{NAME}/exception", f"{NAME}/exception-old")
 # rq/timeouts.py's JobTimeoutException (1.x to 3.0)
 _TIMEOUT = "Task exceeded maximum timeout value"
