@@ -48,7 +48,14 @@ def job(truth: str, url: str) -> str:
     with open(truth, "a") as f:
         f.write(json.dumps({"pod": pod, "at": "start", "ms": time.time() * 1000}) + "\n")
     r = redis.Redis.from_url(url)
-    got = r.blpop([f"go:{pod}"], timeout=int(WAIT_S))
+    got = None
+    end = time.monotonic() + WAIT_S
+    while got is None and time.monotonic() < end:
+        try:
+            got = r.blpop([f"go:{pod}"], timeout=1)
+        except redis.exceptions.TimeoutError:
+            # a read cut short when the process was frozen and woken: ask again
+            continue
     if got is not None:
         time.sleep(float(got[1]))  # the job's work (the order of events is the test's go, not this)
     with open(truth, "a") as f:
@@ -107,8 +114,9 @@ def _seen(path: Path, pod: str, at: str) -> bool:
 
 def play(out: Path, url: str, scenario: str = "abandoned") -> dict[str, Any]:
     """Play `abandoned` (pod A frozen past its registry lease while its job runs: pod B's worker finds the
-    entry expired, retries the job and runs it; A wakes and finishes too) or `quiet` (A runs the job in
-    its lease). Returns the truth: each execution's start and end (epoch ms), and the overlap."""
+    entry expired, retries the job and runs it; A wakes and finishes too), `abandoned-no-retry` (the same
+    without a Retry: B's cleanup moves the job to the FailedJobRegistry and runs nothing) or `quiet` (A
+    runs the job in its lease). Returns the truth: each execution's start and end (epoch ms), and the overlap."""
     from rq import Queue, Retry
 
     out.mkdir(parents=True, exist_ok=True)
@@ -116,12 +124,13 @@ def play(out: Path, url: str, scenario: str = "abandoned") -> dict[str, Any]:
     conn = redis.Redis.from_url(url)
     conn.flushall()
     queue = Queue("default", connection=conn)
-    enqueued = queue.enqueue("rq_lab.job", str(truth_path), url, retry=Retry(max=1), job_timeout=60)
+    retry = None if scenario == "abandoned-no-retry" else Retry(max=1)
+    enqueued = queue.enqueue("rq_lab.job", str(truth_path), url, retry=retry, job_timeout=60)
     a = _start(out, url, "pod-a")
     b = None
     try:
         _until("pod-a's job start", lambda: _seen(truth_path, "pod-a", "start"))
-        if scenario == "abandoned":
+        if scenario.startswith("abandoned"):
             os.killpg(a.pid, signal.SIGSTOP)
             wip = f"rq:wip:{queue.name}"
 
@@ -132,10 +141,16 @@ def play(out: Path, url: str, scenario: str = "abandoned") -> dict[str, Any]:
 
             _until("the registry entry's expiry", lapsed)
             b = _start(out, url, "pod-b")
-            _until("pod-b's job start", lambda: _seen(truth_path, "pod-b", "start"))
+            if retry is None:  # B's cleanup moves the job to the FailedJobRegistry: B has nothing to run
+                _until("pod-b's last line", lambda: _LAST in (out / "pod-b.log").read_text())
+            else:
+                _until("pod-b's job start", lambda: _seen(truth_path, "pod-b", "start"))
             os.killpg(a.pid, signal.SIGCONT)
             conn.rpush("go:pod-a", WORK_S)
             _until("pod-a's job end", lambda: _seen(truth_path, "pod-a", "end"))
+            # B's job ends only once A's worker has logged the end of A's: RQ's bookkeeping after the
+            # function returns can take 150 ms on a loaded machine, and B's Job OK must not come first
+            _until("pod-a's Job OK", lambda: "Job OK (" in (out / "pod-a.log").read_text())
             conn.rpush("go:pod-b", 0)
         else:
             conn.rpush("go:pod-a", WORK_S)
