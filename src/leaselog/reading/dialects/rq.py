@@ -157,14 +157,14 @@ SAMPLES = (
         after=(
             "Traceback (most recent call last):",
             '  File "/app/reports.py", line 12, in render',
-            "reports.errors.BadMonth: bad month",
+            "ValueError: bad month",
         ),
     ),
     Sample(
         _AT + f"[Job {_JOB}]: exception raised while executing (reports.render)",
         "lock_released",
         {"job_id": _JOB, "status": "error"},
-        after=("Traceback (most recent call last):", "reports.errors.BadMonth: bad month"),
+        after=("Traceback (most recent call last):", "KeyError: 'month'"),
     ),
     Sample(
         _AT + f"StartedJobRegistry cleanup: {_JOB} Moved to FailedJobRegistry, due to AbandonedJobError, at "
