@@ -2,13 +2,15 @@
 # One-time set-up (idempotent) on Debian/Ubuntu, on the distribution's own python3 or on a pyenv or
 # python.org Python 3.11+:
 #   1. system packages the tests use, when missing: redis-server, chromium, a Java runtime (Spark tests),
-#      and python3-venv when this Python cannot make a virtual environment (Debian/Ubuntu split it out);
+#      a JDK, Quartz 2.3's jars and PostgreSQL (the Quartz cluster tests), Node.js and npm (the BullMQ
+#      lab's real workers), and python3-venv when this Python cannot make a virtual environment
+#      (Debian/Ubuntu split it out);
 #   2. a virtual environment in .venv (a distribution's Python refuses `pip install` outside one: PEP 668);
 #   3. leaselog installed into it, editable, with the extras the tests use.
 # Afterwards .venv/bin/leaselog and .venv/bin/python are ready (or `source .venv/bin/activate`).
 #
 # Environment: PYTHON (the interpreter to build .venv with; default python3), LEASELOG_EXTRAS (default
-# dev,bench,spark,s3,http), LEASELOG_NO_APT=1 (do not install system packages; say what is missing).
+# dev,lab,bench,spark,s3,http), LEASELOG_NO_APT=1 (do not install system packages; say what is missing).
 # Any failing step stops the script with a non-zero exit and says which step failed.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +23,7 @@ die() {
 }
 
 python=${PYTHON:-python3}
-extras=${LEASELOG_EXTRAS:-dev,bench,spark,s3,http}
+extras=${LEASELOG_EXTRAS:-dev,lab,bench,spark,s3,http}
 
 step="finding Python 3.11+ ($python)"
 command -v "$python" >/dev/null 2>&1 || die "no '$python' on PATH: install Python 3.11 or newer (apt-get install python3)"
@@ -37,6 +39,13 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis)
 [ -x /usr/bin/chromium ] || missing+=(chromium) # the browser tests drive Debian's /usr/bin/chromium
 java -version >/dev/null 2>&1 || missing+=(java)
+# the Quartz cluster tests: a JDK (javac), Debian's Quartz 2.3 and its jars, and a PostgreSQL server
+command -v javac >/dev/null 2>&1 || missing+=(jdk)
+for jar in quartz2 slf4j-api slf4j-simple postgresql HikariCP; do
+  [ -f "/usr/share/java/$jar.jar" ] || { missing+=(quartz); break; }
+done
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || missing+=(postgresql)
+{ command -v node && command -v npm; } >/dev/null 2>&1 || missing+=(node) # the BullMQ lab's workers
 # Debian/Ubuntu ship venv's pip bootstrap (ensurepip) apart, in python3-venv / python3.X-venv
 venv_ok || "$python" -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(venv)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -44,7 +53,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   if [ "${LEASELOG_NO_APT:-}" = 1 ]; then
     echo "setup.sh: not installing (LEASELOG_NO_APT=1) what provides: ${missing[*]}" >&2
   elif ! command -v apt-get >/dev/null 2>&1; then
-    die "no apt-get here: install ${missing[*]} (redis-server, chromium, Java 17+, python3-venv) with this system's package manager, then run setup.sh again (or LEASELOG_NO_APT=1 to go on without them)"
+    die "no apt-get here: install ${missing[*]} (redis-server, chromium, Java 17+, Node.js and npm, python3-venv) with this system's package manager, then run setup.sh again (or LEASELOG_NO_APT=1 to go on without them)"
   else
     sudo=()
     if [ "$(id -u)" -ne 0 ]; then
@@ -66,6 +75,11 @@ if [ ${#missing[@]} -gt 0 ]; then
           fi ;;
         java) # Spark needs Java 17+: Debian 12 and Ubuntu have 17, Debian 13 only 21
           if has openjdk-17-jre-headless; then need+=(openjdk-17-jre-headless); else need+=(openjdk-21-jre-headless); fi ;;
+        jdk)
+          if has openjdk-17-jdk-headless; then need+=(openjdk-17-jdk-headless); else need+=(default-jdk-headless); fi ;;
+        quartz) need+=(libquartz2-java libslf4j-java libpostgresql-jdbc-java libhikaricp-java) ;;
+        postgresql) need+=(postgresql) ;;
+        node) need+=(nodejs npm) ;;
         venv)
           need+=(python3-venv)
           if has "python$version-venv"; then need+=("python$version-venv"); fi ;;

@@ -17,6 +17,11 @@ Layers, lowest first; a module imports only from its own layer or lower ones:
 The engine has stages of its own, in the order the data flows (`STAGES`): a module imports only from its
 own stage or earlier ones, `reading/` from no later stage, and no check (`checks/llNNN_*`) from another
 check; what several checks read lives below them, in `facts/`.
+
+The lab is apart from the analyzer (`lab_violations`): only the lab (`reproduce/`) and the CLI's
+`reproduce` command import `leaselog.reproduce`, only the lab imports the lab's libraries (`LAB_LIBRARIES`,
+the `lab` extra: no engine, output or facade module imports redis, at any depth), and importing the shape
+renderers the reader's tests use (`SHAPE_RENDERERS`) runs no import of those libraries.
 """
 
 from __future__ import annotations
@@ -376,6 +381,144 @@ def test_every_allowance_is_still_needed(real: tuple[dict[str, Path], list[Use]]
     assert stale == [] and small == [], "the work named in the entry landed: remove the allowance"
 
 
+# the lab apart from the analyzer
+
+LAB = "leaselog.reproduce"
+LAB_ENTRY = ("leaselog.cli.reproduce",)  # the command that opens the lab (its imports run when it runs)
+LAB_LIBRARIES = ("redis", "redis_lock", "celery", "kombu")  # the `lab` extra's packages
+# pure renderers of the log shapes (the reader's tests and the lab write with them): imported without Redis
+SHAPE_RENDERERS = (
+    "leaselog.reproduce.shapes",
+    "leaselog.reproduce.export_shapes",
+    "leaselog.reproduce.python_shapes",
+    "leaselog.reproduce.render_jvm",
+    "leaselog.reproduce.rows",
+)
+
+
+def _in_lab(module: str) -> bool:
+    return module == LAB or module.startswith(LAB + ".")
+
+
+@dataclass(frozen=True)
+class LibraryUse:
+    """An import of a package outside leaselog (`package` is its top-level name)."""
+
+    importer: str
+    package: str
+    line: int
+    on_import: bool  # runs when the importer is imported (not in a function, not under TYPE_CHECKING)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _statements(body: list[ast.stmt], on_import: bool) -> list[tuple[ast.stmt, bool]]:
+    """Every statement under `body`, with whether it runs when the module is imported."""
+    out: list[tuple[ast.stmt, bool]] = []
+    for node in body:
+        out.append((node, on_import))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            out += _statements(node.body, False)
+        elif isinstance(node, ast.If):
+            out += _statements(node.body, on_import and not _is_type_checking(node.test))
+            out += _statements(node.orelse, on_import)
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                out += _statements(getattr(node, field, []), on_import)
+            for handler in getattr(node, "handlers", []):
+                out += _statements(handler.body, on_import)
+    return out
+
+
+def library_uses(modules: dict[str, Path]) -> list[LibraryUse]:
+    """Every import of a package outside leaselog, at any depth."""
+    found: list[LibraryUse] = []
+    for mod, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, on_import in _statements(tree.body, True):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top != "leaselog":
+                    found.append(LibraryUse(mod, top, node.lineno, on_import))
+    return found
+
+
+def import_time_edges(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the leaselog modules its import runs (module-level imports outside TYPE_CHECKING, and the
+    packages a module lives in, which Python imports first)."""
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for mod, path in modules.items():
+        parent = mod.rpartition(".")[0]
+        if parent in modules:
+            edges[mod].add(parent)
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        package = mod if path.name == "__init__.py" else parent
+        for node, on_import in _statements(tree.body, True):
+            if not on_import:
+                continue
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [base, *(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in modules)]
+            for name in targets:
+                target = _owner(name, modules) if name.split(".")[0] == "leaselog" else None
+                if target is not None and target != mod:
+                    edges[mod].add(target)
+    return edges
+
+
+def lab_violations(modules: dict[str, Path], found: list[Use], libraries: list[LibraryUse]) -> list[str]:
+    out: set[str] = set()
+    for u in found:
+        if _in_lab(u.module) and not _in_lab(u.importer) and u.importer not in LAB_ENTRY:
+            out.add(f"{u.importer} imports the lab ({u.module}), line {u.line}")
+    for lib in libraries:
+        if lib.package in LAB_LIBRARIES and not _in_lab(lib.importer):
+            out.add(f"{lib.importer} imports the lab's {lib.package}, line {lib.line}")
+    edges = import_time_edges(modules)
+    on_import = {}
+    for lib in libraries:
+        if lib.on_import and lib.package in LAB_LIBRARIES:
+            on_import.setdefault(lib.importer, lib)
+    for renderer in SHAPE_RENDERERS:
+        if renderer not in modules:
+            continue
+        seen, todo = {renderer}, [renderer]
+        while todo:
+            m = todo.pop()
+            if m in on_import:
+                lib = on_import[m]
+                out.add(f"importing {renderer} imports {lib.package} ({m}, line {lib.line})")
+            for n in sorted(edges.get(m, set()) - seen):
+                seen.add(n)
+                todo.append(n)
+    return sorted(out)
+
+
+def test_the_lab_is_apart_from_the_analyzer(real: tuple[dict[str, Path], list[Use]]) -> None:
+    modules, found = real
+    libraries = library_uses(modules)
+    # the scanner sees the lab's own imports of its libraries, and the renderers it checks exist
+    assert {lib.package for lib in libraries if _in_lab(lib.importer)} >= {"redis", "redis_lock", "celery"}
+    assert all(r in modules for r in SHAPE_RENDERERS)
+    assert lab_violations(modules, found, libraries) == []
+
+
 # each rule on a small made-up package, so that every one of them is seen to fail
 
 
@@ -469,6 +612,38 @@ def test_private_names_across_modules_are_found(tmp_path: Path) -> None:
 def test_a_module_over_the_limit_is_found(tmp_path: Path) -> None:
     modules = _package(tmp_path, {"__init__.py": "", "big.py": "x = 1\n" * 601, "fine.py": "x = 1\n" * 600})
     assert size_violations(modules) == ["leaselog.big: 601 lines (at most 600: split it by concern)"]
+
+
+def test_the_lab_reached_from_the_analyzer_is_found(tmp_path: Path) -> None:
+    modules = _package(
+        tmp_path,
+        {
+            "__init__.py": "import leaselog.events\n",
+            "events.py": "def f():\n    import redis\n",
+            "render/__init__.py": "",
+            "render/html.py": "from leaselog.reproduce.shapes import SHAPES\n",
+            "watch/__init__.py": "from redis.client import Redis\n",
+            "cli/__init__.py": "",
+            "cli/reproduce.py": "def run():\n    from leaselog.reproduce import scenarios\n",
+            "reproduce/__init__.py": (
+                "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from leaselog.reproduce.scenarios import S\n"
+            ),
+            "reproduce/scenarios.py": "import redis\n",
+            "reproduce/shapes.py": "from leaselog.reproduce.rows import Row\n",
+            "reproduce/rows.py": "from leaselog.reproduce import server\n",
+            "reproduce/server.py": "try:\n    import redis\nexcept ImportError:\n    pass\n",
+            "reproduce/export_shapes.py": "def f():\n    import redis\n",
+            "reproduce/python_shapes.py": "from leaselog.reproduce import shapes\n",
+        },
+    )
+    assert [v.split(",")[0] for v in lab_violations(modules, uses(modules), library_uses(modules))] == [
+        "importing leaselog.reproduce.python_shapes imports redis (leaselog.reproduce.server",
+        "importing leaselog.reproduce.rows imports redis (leaselog.reproduce.server",
+        "importing leaselog.reproduce.shapes imports redis (leaselog.reproduce.server",
+        "leaselog.events imports the lab's redis",
+        "leaselog.render.html imports the lab (leaselog.reproduce.shapes)",
+        "leaselog.watch imports the lab's redis",
+    ]
 
 
 # the repository is complete on its own: the code cites the documents it has, and nothing outside it

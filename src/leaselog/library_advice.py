@@ -40,6 +40,13 @@ _REGISTRY = (
     "renewal scheduler (setRenewalTaskScheduler, 6.4+) nothing renews the lock: set one, or raise "
     "expireAfter above the longest run. Its acquired line's lockedAt is stale: leaselog takes the line's time."
 )
+_QUARTZ = (
+    " Quartz: another instance of the cluster took this run's instance for failed (no check-in for "
+    "clusterCheckinInterval + 7.5 s: a GC pause, a frozen VM or container) and, the job requesting recovery, "
+    "ran it again; Quartz never stops the first run. Make the job idempotent (or fence its writes), keep "
+    "requestsRecovery off where a second run does harm, and keep pauses well under clusterCheckinInterval "
+    "+ 7.5 s."
+)
 
 _RQ = (
     " RQ: the worker running the job stopped heartbeating (frozen, cut off) past the job's StartedJobRegistry "
@@ -75,13 +82,28 @@ _TTL_UNLOGGED = (
         "the registry's expireAfter, 60 s by default",
     ),
     ("rq/started", "RQ", "the worker's heartbeat TTL, job_monitoring_interval + 60 s: 90 s by default"),
+    ("quartz/", "Quartz", "7.5 s: an instance is taken for failed no sooner than 7.5 s after a job's start"),
+)
+_BULLMQ_STALLED = (
+    " BullMQ: the job stalled (its lock lapsed with no renewal: the lock manager renews on the worker's "
+    "event loop every lockRenewTime, lockDuration / 2 by default) and another worker took it. A processor "
+    "that blocks the event loop past lockDuration (CPU-bound work, synchronous I/O) cannot renew: move that "
+    "work to a sandboxed processor or a worker thread, or raise lockDuration above the longest block; and stop "
+    "a processor that takes the `signal` argument when its renewal fails: worker.on('lockRenewalFailed', "
+    "ids => ids.forEach(id => worker.cancelJob(id)))."
 )
 # (rule label prefix, finding kinds, advice)
 _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("shedlock/locked", ("lease_outlived", "overlapping_executions"), _SHEDLOCK_LONG),
     ("shedlock/locked", ("renewal_gap", "lease_outlived"), _SHEDLOCK_UNMEASURED),
+    (
+        "quartz/recover",
+        ("overlapping_executions", "lease_outlived", "ownership_loss_unhandled", "second_attempt"),
+        _QUARTZ,
+    ),
     ("redisson/watchdog-failed", ("renewal_failed", "lease_outlived", "overlapping_executions"), _REDISSON),
     ("redisson/watchdog-failed-old", ("renewal_failed",), _REDISSON_OLD),
+    ("bullmq/stalled", ("lease_outlived", "overlapping_executions"), _BULLMQ_STALLED),
     (
         "spring-redis-lock-registry/expired",
         ("stale_release", "release_failed", "lease_outlived", "overlapping_executions"),

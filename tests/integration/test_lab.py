@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import shutil
 from typing import Any
 
@@ -697,3 +698,28 @@ def test_replay_scores_a_kept_run_again(ci_campaign: Any) -> None:
         1 if any(failed(r) for r in camp.results) else 0
     )
     assert main(["reproduce", "replay", str(out / r.plan.name / r.plan.shape), "-q"]) == 2  # no truth.json
+
+
+def test_a_process_started_again_on_a_pod_is_another_container_in_every_shape_that_names_one() -> None:
+    """Fluent Bit's `docker_id` and journald's `CONTAINER_ID_FULL` change after a start-up line, and the
+    flat logs the differential holds those shapes against name the same containers (a shape that names
+    the container tells a restart from a clock step; the flat logs must know as much)."""
+    from leaselog.reproduce import export_shapes, shapes
+    from leaselog.reproduce.rows import with_containers
+
+    started = "Started ReportWorker in 0.0 seconds (process running for 0.0)"
+    rows = [
+        {"ts": "2026-11-02T10:00:00.000Z", "message": started},
+        {"ts": "2026-11-02T10:00:01.000Z", "jobId": "j", "event": "job_triggered"},
+        {"ts": "2026-11-02T10:00:02.000Z", "message": started},
+        {"ts": "2026-11-02T10:00:03.000Z", "jobId": "j", "event": "job_triggered"},
+    ]
+    ids = [r["container_id"] for r in with_containers({"pod-a": rows})["pod-a"]]
+    assert ids[0] == ids[1] != ids[2] == ids[3]
+    journal = [
+        json.loads(x)
+        for x in export_shapes.journald({"pod-a": rows}, None)[f"{export_shapes.NODE}.journal.json"]
+    ]
+    cids = [e["CONTAINER_ID_FULL"] for e in journal]
+    assert cids[0] == cids[1] != cids[2] == cids[3]
+    assert {"journald", "journald-pretty", "fluentbit-log", "fluentbit-merged"} <= shapes.CONTAINER_SHAPES

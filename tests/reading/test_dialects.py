@@ -20,13 +20,13 @@ CASES = [(d, s) for d in DIALECTS for s in d.samples]
 
 
 def _message(sample: Sample) -> str:
-    """The message of a sample line: a JSON layout's `message`, a console line's text after ` : `, a
-    Celery, klog or Redis line's message as its format reads it."""
+    """The message of a sample line: a JSON layout's `message`, a console line's (Spring Boot's, Logback's
+    or slf4j-simple's), a Celery, klog or Redis line's message as its format reads it."""
     if sample.line.startswith("{"):
         obj = json.loads(sample.line)
         return str(obj.get("message", obj.get("msg")))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog", "redis", "python-logging"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis", "spring-console", "python-logging"):
         return str(fmt.parse(sample.line.encode())[0]["message"])
     return sample.line.split(" : ", 1)[-1]
 
@@ -36,7 +36,7 @@ def _record(sample: Sample) -> dict[str, object] | None:
     if sample.line.startswith("{"):
         return dict(json.loads(sample.line))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog", "redis", "python-logging"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis", "spring-console", "python-logging"):
         return dict(fmt.parse(sample.line.encode())[0])
     return None
 
@@ -74,7 +74,8 @@ def test_every_sample_reads_as_its_event(tmp_path: Path, dialect: Dialect, sampl
 @pytest.mark.parametrize("dialect", DIALECTS, ids=[d.name for d in DIALECTS])
 def test_each_dialect_cites_its_source_and_says_how_to_turn_it_on(dialect: Dialect) -> None:
     assert dialect.sources and all(
-        any(x in s for x in (".java", ".py", ".go", ".c ")) for s in dialect.sources
+        any(x in s for x in (".java", ".py", ".go", ".c ", ".js", ".ts", ".lua", ".md"))
+        for s in dialect.sources
     )
     assert dialect.needles and dialect.samples and dialect.enable and dialect.cannot_measure
     # every rule is shown by a sample (read through the reader above)

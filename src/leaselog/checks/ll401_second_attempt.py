@@ -13,7 +13,7 @@ Trigger rules, first match wins: `abandoned` (the trigger says so: a job queue t
 run as abandoned once its lease lapsed, and put the job back while that run had logged no end, as RQ's
 StartedJobRegistry cleanup does); `retry` (trigger says retry, or the same message again after a failed
 attempt); `redelivery` (same topic+partition+offset or message id as an earlier attempt, or a delivery
-count > 1); `retry` (attempt number > 1); `scheduler` / `poll` (the trigger says so); `duplicate_publish`
+count > 1, or the trigger says a scheduler recovered a failed instance's run: Quartz's `recovery`); `retry` (attempt number > 1); `scheduler` / `poll` (the trigger says so); `duplicate_publish`
 (both attempts carry a message identity, and they differ: a new message for the same job; an earlier
 attempt without one, say a scheduler's, is passed over for the latest that carried one); else `unknown`.
 """
@@ -36,6 +36,8 @@ TRIGGERS = ("abandoned", "redelivery", "duplicate_publish", "scheduler", "retry"
 _RETRY = ["retry", "retried", "retrying", "backoff"]
 _SCHEDULER = ["scheduler", "schedule", "scheduled", "cron", "timer", "quartz"]
 _POLL = ["poll", "polling", "poller", "sweep", "reconcile"]
+# a clustered scheduler firing again a run its failed instance had in progress (Quartz's requestsRecovery)
+_RECOVERY = ["recovery", "recovering"]
 _FAILED = ["failed", "failure", "error", "exception", "aborted"]
 
 _COLS = [
@@ -172,7 +174,7 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame, skew_ms: float) -> 
         .then(pl.lit("retry"))
         .when(pl.col("same_message") & pl.col("finish_status").is_in(_FAILED))
         .then(pl.lit("retry"))
-        .when(pl.col("same_message") | (pl.col("delivery_count_new") > 1))
+        .when(pl.col("same_message") | (pl.col("delivery_count_new") > 1) | trig.is_in(_RECOVERY))
         .then(pl.lit("redelivery"))
         .when(pl.col("attempt_new") > 1)
         .then(pl.lit("retry"))
@@ -236,6 +238,15 @@ def _why() -> pl.Expr:
                 pl.when(pl.col("delivery_count_new").is_not_null())
                 .then(pl.lit(", delivery count ") + delivery)
                 .otherwise(pl.lit("")),
+            )
+        )
+        .when((path == "redelivery") & pl.col("trigger_new").is_in(_RECOVERY).fill_null(False))
+        .then(
+            pl.format(
+                "redelivery: its trigger is `{}` (a clustered scheduler fired {}'s run again, taking its "
+                "instance for failed)",
+                trig,
+                old,
             )
         )
         .when(path == "redelivery")

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from leaselog.cli.common import duration
 
@@ -118,8 +119,11 @@ def reproduce_command(
 
       leaselog reproduce replay leaselog-lab/seed-7/run-7-0042
 
-    Exit code: 0 when the analysis agrees with the ground truth, 1 when it does not, 2 when the scenario could not run (no redis-server, unreachable server, bad options).
+    The lab needs its extra: pip install 'leaselog\\[lab]' (the Redis client and the lock libraries' workers).
+
+    Exit code: 0 when the analysis agrees with the ground truth, 1 when it does not, 2 when the scenario could not run (the lab's extra not installed, no redis-server, unreachable server, bad options).
     """
+    require_lab()
     if scenario in ("random", "replay"):
         raise typer.Exit(
             reproduce_lab(
@@ -201,6 +205,20 @@ def reproduce_command(
             f"[red]the analysis disagrees with the ground truth:[/red] {', '.join(bad)}", highlight=False
         )
         raise typer.Exit(1)
+
+
+def require_lab() -> None:
+    """Exit 2 with the command that installs the lab when its extra is missing here (the other commands
+    never need it)."""
+    from leaselog.reproduce import LabMissing
+    from leaselog.reproduce import require_lab as check
+
+    try:
+        check()
+    except LabMissing as e:
+        line = f"[red]error:[/red] leaselog reproduce: {escape(str(e))}"
+        Console(stderr=True).print(line, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from e
 
 
 def reproduce_lab(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from leaselog.reading.dialects import DIALECTS
-from leaselog.reading.report import Stream
+from leaselog.reading.report import InputReport, Stream
 from leaselog.vocabulary import JOBLESS_EVENTS
 
 __all__ = ["settle_library_rows"]
@@ -62,6 +62,44 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
         raw = raw.with_columns(pl.when(lone).then(before).otherwise(pl.col("job_id")).alias("job_id"))
         # (a process's start or a failover names no job, and needs none)
         keep = keep & (pl.col("job_id").is_not_null() | pl.col("event").is_in(JOBLESS_EVENTS))
+    raw = _drop(raw, keep, reports)
+    if (
+        _LISTS
+        and raw.select(label.is_in(_LISTS) & pl.col("job_id").str.contains(",", literal=True))
+        .to_series()
+        .any()
+    ):
+        many = label.is_in(_LISTS)
+        raw = (
+            raw.with_columns(
+                pl.when(many)
+                .then(pl.col("job_id").str.split(","))
+                .otherwise(pl.concat_list(pl.col("job_id")))
+            )
+            .explode("job_id")
+            .with_columns(pl.col("job_id").str.strip_chars())
+        )
+    raw = _also(raw, streams) if _ALSO else raw
+    # facts that span lines, each dialect's own (Dialect.join)
+    joined = False
+    for dialect in DIALECTS:
+        if dialect.join is not None:
+            raw = dialect.join(raw)
+            joined = True
+    if joined:
+        # a line whose job only a join could name (a Quartz recovery no start follows), and did not
+        named = (
+            pl.col("dialect").is_null()
+            | pl.col("job_id").is_not_null()
+            | pl.col("event").is_in(JOBLESS_EVENTS)
+        )
+        raw = _drop(raw, named, reports)
+    return raw
+
+
+def _drop(raw: pl.DataFrame, keep: pl.Expr, reports: dict[int, InputReport]) -> pl.DataFrame:
+    """`raw` without the rows `keep` rejects; the reports account for them (a line none of whose rows is
+    kept is counted ignored)."""
     raw = raw.with_row_index("_row")
     dropped = raw.filter(~keep)
     if not dropped.is_empty():
@@ -82,29 +120,7 @@ def settle_library_rows(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFram
             if file_index in reports:
                 reports[file_index].dialects[name] -= n
         raw = raw.filter(keep)
-    raw = raw.drop("_row")
-    if (
-        _LISTS
-        and raw.select(label.is_in(_LISTS) & pl.col("job_id").str.contains(",", literal=True))
-        .to_series()
-        .any()
-    ):
-        many = label.is_in(_LISTS)
-        raw = (
-            raw.with_columns(
-                pl.when(many)
-                .then(pl.col("job_id").str.split(","))
-                .otherwise(pl.concat_list(pl.col("job_id")))
-            )
-            .explode("job_id")
-            .with_columns(pl.col("job_id").str.strip_chars())
-        )
-    raw = _also(raw, streams) if _ALSO else raw
-    # facts that span lines, each dialect's own (Dialect.join)
-    for dialect in DIALECTS:
-        if dialect.join is not None:
-            raw = dialect.join(raw)
-    return raw
+    return raw.drop("_row")
 
 
 def _also(raw: pl.DataFrame, streams: list[Stream]) -> pl.DataFrame:

@@ -39,7 +39,7 @@ from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
 from leaselog.reproduce.plan import Plan, plan_from_dict
-from leaselog.reproduce.rows import without_ids, without_threads
+from leaselog.reproduce.rows import with_containers, without_ids, without_threads
 from leaselog.reproduce.score import RunScore, score, tolerance
 from leaselog.reproduce.server import ReproduceError, redis_target
 from leaselog.reproduce.undecided import concurrent_pods, indistinct_pods
@@ -193,6 +193,12 @@ def differential(
         ref_no_thread = _reference(
             write_shape(without_threads(rows_for(folder, True)), "flat", threadless, beside), truth
         )
+        # a shape that names the pod's container knows a restart from a step: held against flat logs that
+        # name it too
+        contained = Path(tmp) / "flat-with-containers"
+        ref_container = _reference(
+            write_shape(with_containers(rows_for(folder, True)), "flat", contained, beside), truth
+        )
         for with_ids in ids:
             rows = rows_for(folder, with_ids)
             for name in names or list(shapes.SHAPES):
@@ -204,7 +210,12 @@ def differential(
                 label = name if with_ids else f"{name}{NO_IDS}"
                 paths = write_shape(rows, name, Path(tmp) / label.replace(" ", "_"), beside)
                 _d, got, n = judged(paths, truth)
-                want, want_n = ref_no_thread if with_ids and name in shapes.NO_THREAD else (ref, ref_n)
+                if with_ids and name in shapes.NO_THREAD:
+                    want, want_n = ref_no_thread
+                elif name in shapes.CONTAINER_SHAPES:
+                    want, want_n = ref_container
+                else:
+                    want, want_n = ref, ref_n
                 diffs = differences(want, signature(got, truth), tol, (want_n, n), len(true_runs(truth)))
                 if diffs:
                     out[label] = diffs

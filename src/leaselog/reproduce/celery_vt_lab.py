@@ -33,7 +33,7 @@ from typing import Any
 
 import redis
 
-from leaselog.reproduce.celery_vt_worker import (
+from leaselog.reproduce.celery_vt_settings import (
     ENV_BROKER,
     ENV_POD,
     ENV_PREFIX,

@@ -13,6 +13,9 @@ line per attempt: the delivery's stamp (`deliveredMs`, the newest `unacked_index
 start), its start and its end (wall ms, from the task itself). Coordination goes
 through Redis keys under `LEASELOG_LAB_PREFIX`: each attempt pushes `started:N` (N the attempt, counted
 per task id in Redis); an attempt given `hold_until` waits until that key exists before it returns.
+
+Only the worker process imports this module (it is the Celery app); the lab's side reads the workers'
+settings from `leaselog.reproduce.celery_vt_settings`.
 """
 
 from __future__ import annotations
@@ -26,33 +29,18 @@ from typing import Any
 import redis
 from celery import Celery
 
-TASK_NAME = "reports.export"
-QUEUE = "exports"
-VISIBILITY_TIMEOUT_S = 2
-ENV_BROKER = "LEASELOG_LAB_BROKER"
-ENV_TRUTH = "LEASELOG_LAB_TRUTH"
-ENV_PREFIX = "LEASELOG_LAB_PREFIX"
-ENV_POD = "LEASELOG_LAB_POD"
-ENV_VISIBILITY = "LEASELOG_LAB_VISIBILITY_S"
+from leaselog.reproduce.celery_vt_settings import (
+    ENV_BROKER,
+    ENV_POD,
+    ENV_PREFIX,
+    ENV_TRUTH,
+    ENV_VISIBILITY,
+    TASK_NAME,
+    VISIBILITY_TIMEOUT_S,
+    celery_settings,
+)
+
 WAIT_S = 60.0
-
-
-def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
-    """The settings of the lab's workers and of its producer."""
-    return {
-        "broker_url": broker,
-        "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {
-            "visibility_timeout": visibility_s,
-            "unacked_restore_interval": 1,
-            "unacked_restore_throttle": 1,
-        },
-        "task_acks_late": True,
-        "task_ignore_result": True,
-        "task_default_queue": QUEUE,
-        "worker_prefetch_multiplier": 1,
-        "worker_enable_remote_control": False,
-    }
 
 
 app = Celery("leaselog-vt-lab")

@@ -9,8 +9,8 @@ import hashlib
 import json
 from datetime import datetime, timedelta
 
-from leaselog.reproduce.rows import Pods, Row, dumps, iso, level, row_time
-from leaselog.reproduce.shapes import APP, flat_app, fleet_shape
+from leaselog.reproduce.rows import Pods, Row, dumps, iso, level, process_starts, row_time
+from leaselog.reproduce.shapes import APP, CONTAINER_SHAPES, flat_app, fleet_shape
 
 NAMESPACE = "reports"
 NODE = "gke-prod-pool-1-node-3"
@@ -110,9 +110,12 @@ def cloudwatch_stream(pods: Pods, job: str | None) -> dict[str, list[str]]:
 
 def _journal(pods: Pods, job: str | None) -> list[dict[str, str]]:
     entries = []
+    # a process started again on the pod is another container (shapes.process_starts)
+    starts = {id(r): n for rows in pods.values() for r, n in zip(rows, process_starts(rows), strict=True)}
     for n, (t, pod, row) in enumerate(_fleet(pods)):
         us = int(t.timestamp() * 1_000_000)
-        cid = _container_id(pod)
+        again = starts[id(row)]
+        cid = _container_id(pod) if not again else hashlib.sha256(f"{pod}/{APP}/{again}".encode()).hexdigest()
         entries.append(
             {
                 "__CURSOR": f"s=8a3f;i={n + 1:x};b=0f25;m={us:x};t={us:x};x=ec4e",
@@ -271,3 +274,6 @@ def splunk(pods: Pods, job: str | None) -> dict[str, list[str]]:
             out = {"preview": False, "offset": n, "lastrow": True, "result": res}
         lines.append(json.dumps(out, separators=(",", ":")))
     return {f"{APP}.json": lines}
+
+
+CONTAINER_SHAPES.update(("journald", "journald-pretty"))

@@ -48,7 +48,7 @@ import redis
 from leaselog.reproduce.identity import translate, true_names
 from leaselog.reproduce.keyspace import KeyEvents
 from leaselog.reproduce.pod import marker, mono_ms, signal_list
-from leaselog.reproduce.prl_worker import (
+from leaselog.reproduce.prl_settings import (
     ENV_BROKER,
     ENV_POD,
     ENV_PREFIX,

@@ -21,6 +21,9 @@ after the function returned); a moment noted at a line takes the line's own wall
 the log agree on when each attempt began and ended. Each moment names its attempt (`run`):
 the task id, `#N` appended for the Nth delivery of the same task. Coordination with the lab goes
 through Redis keys under the prefix (`leaselog.reproduce.pod.marker`).
+
+Only the worker process imports this module (it is the Celery app; it imports celery and redis_lock, the
+lab's extra); the lab's side reads the workers' settings from `leaselog.reproduce.prl_settings`.
 """
 
 from __future__ import annotations
@@ -39,39 +42,17 @@ from celery import Celery, signals
 from celery.app.trace import LOG_RECEIVED, LOG_SUCCESS
 
 from leaselog.reproduce.pod import COORDINATION_TIMEOUT_S, POLL_S, marker, mono_ms, signal_list
-
-TASK_NAME = "reports.render"
-QUEUE = "reports"  # the render tasks (first deliveries and redeliveries)
-POLL_QUEUE = "polls"  # the poller's task, for its own pod only
-# a killed worker's unacked task is restored after this long (longer than any lab task runs)
-VISIBILITY_TIMEOUT_S = 30
-ENV_BROKER = "LEASELOG_LAB_BROKER"
-ENV_POD = "LEASELOG_LAB_POD"
-ENV_TRUTH = "LEASELOG_LAB_TRUTH"
-ENV_PREFIX = "LEASELOG_LAB_PREFIX"
-ENV_VISIBILITY = "LEASELOG_LAB_VISIBILITY_S"
-
-
-def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
-    """The settings of the lab's workers and of the lab's producer."""
-    return {
-        "broker_url": broker,
-        "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {
-            "visibility_timeout": visibility_s,
-            # sweep for expired unacked messages every second (Celery's default: every 100 s)
-            "unacked_restore_interval": 1,
-            "unacked_restore_throttle": 1,
-        },
-        "task_acks_late": True,
-        "task_reject_on_worker_lost": True,
-        "task_ignore_result": True,
-        "task_default_queue": QUEUE,
-        "worker_prefetch_multiplier": 1,
-        "worker_enable_remote_control": False,
-        "worker_cancel_long_running_tasks_on_connection_loss": False,
-    }
-
+from leaselog.reproduce.prl_settings import (
+    ENV_BROKER,
+    ENV_POD,
+    ENV_PREFIX,
+    ENV_TRUTH,
+    ENV_VISIBILITY,
+    TASK_NAME,
+    VISIBILITY_TIMEOUT_S,
+    celery_settings,
+    run_name,
+)
 
 app = Celery("leaselog-lab")
 app.conf.update(
@@ -236,10 +217,6 @@ def mark(name: str, value: str = "1") -> None:
     pipe.rpush(signal_list(prefix, name), value)
     pipe.expire(signal_list(prefix, name), 600)
     pipe.execute()
-
-
-def run_name(task_id: str, delivery: int) -> str:
-    return task_id if delivery <= 1 else f"{task_id}#{delivery}"
 
 
 def _deliveries_key(task_id: str) -> str:

@@ -65,3 +65,24 @@ def logger(row: Row) -> str:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))
+
+
+def process_starts(rows: list[Row]) -> list[int]:
+    """Each row's container on its pod, counted: the pod's start-up lines before it (a process started
+    again on the pod, after its start-up line, is a new container with a new id)."""
+    starts = 0
+    out = []
+    for i, r in enumerate(rows):
+        if i and "(process running for " in str(r.get("message", "")):
+            starts += 1
+        out.append(starts)
+    return out
+
+
+def with_containers(pods: Pods) -> dict[str, list[Row]]:
+    """The same rows, each naming its container (`container_id`) as the shapes that log one do
+    (`shapes.CONTAINER_SHAPES`): the flat logs such a shape is held against."""
+    return {
+        pod: [{**r, "container_id": f"{pod}/{n}"} for r, n in zip(rows, process_starts(rows), strict=True)]
+        for pod, rows in pods.items()
+    }

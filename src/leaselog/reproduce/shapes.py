@@ -24,6 +24,7 @@ from leaselog.reproduce.rows import (
     level,
     logger,
     mdc_str,
+    process_starts,
     row_time,
     thread,
 )
@@ -387,18 +388,20 @@ def kube_shape(name: str) -> Callable[[KubeEncoder], KubeEncoder]:
             }
 
         SHAPES[name] = Shape(name, "fluentbit", render, True, (fn.__doc__ or "").strip())
+        CONTAINER_SHAPES.add(name)
         return fn
 
     return deco
 
 
+# the shapes whose lines name the pod's container (another one: a restarted process)
+CONTAINER_SHAPES: set[str] = set()
+
+
 def _kube(pod: str, rows: list[Row]) -> list[Row]:
     """Each row's `kubernetes` object: the container counts the pod's start-up lines before the row."""
-    starts = 0
     out = []
-    for i, r in enumerate(rows):
-        if i and "(process running for " in str(r.get("message", "")):
-            starts += 1
+    for starts in process_starts(rows):
         docker_id = hashlib.sha256(f"{pod}/{starts}".encode()).hexdigest()
         out.append(
             {
