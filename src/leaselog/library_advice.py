@@ -48,6 +48,17 @@ _QUARTZ = (
     "+ 7.5 s."
 )
 
+_RQ = (
+    " RQ: the worker running the job stopped heartbeating (frozen, cut off) past the job's StartedJobRegistry "
+    "entry, and a registry cleanup took the job as abandoned and put it back in the queue (its Retry); "
+    "nothing stops the first work-horse, which ran on. Keep such a job idempotent (its effect written with "
+    "a key of the job's), or take a lock of its own inside it; RQ's heartbeat keeps the entry, not the work."
+)
+_RQ_UNMEASURED = (
+    " RQ logs its heartbeats only at DEBUG (the worker's `sent heartbeat` line): the registry lease lapsed "
+    "somewhere between the start plus its length (job_monitoring_interval + 60 s) and the next start."
+)
+
 # (rule label prefix, advice) for findings about a lease whose renewals went unlogged (their details'
 # `renewalsUnlogged`: LL101, LL102)
 _UNLOGGED_ADVICE = (
@@ -56,6 +67,7 @@ _UNLOGGED_ADVICE = (
         " client-go logs a successful renewal only at -v=5: run the component with -v=5 to measure when the "
         "lease lapsed.",
     ),
+    ("rq/started", _RQ_UNMEASURED),
 )
 
 _NO_TTL = (
@@ -69,6 +81,7 @@ _TTL_UNLOGGED = (
         "RedisLockRegistry",
         "the registry's expireAfter, 60 s by default",
     ),
+    ("rq/started", "RQ", "the worker's heartbeat TTL, job_monitoring_interval + 60 s: 90 s by default"),
     ("quartz/", "Quartz", "7.5 s: an instance is taken for failed no sooner than 7.5 s after a job's start"),
 )
 _BULLMQ_STALLED = (
@@ -79,7 +92,6 @@ _BULLMQ_STALLED = (
     "a processor that takes the `signal` argument when its renewal fails: worker.on('lockRenewalFailed', "
     "ids => ids.forEach(id => worker.cancelJob(id)))."
 )
-
 # (rule label prefix, finding kinds, advice)
 _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("shedlock/locked", ("lease_outlived", "overlapping_executions"), _SHEDLOCK_LONG),
@@ -97,6 +109,7 @@ _ADVICE: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("stale_release", "release_failed", "lease_outlived", "overlapping_executions"),
         _REGISTRY,
     ),
+    ("rq/started", ("overlapping_executions", "lease_outlived"), _RQ),
 )
 
 

@@ -329,7 +329,7 @@ FRAMES: dict[str, tuple[Column, ...]] = {
         (
             "trigger",
             _S,
-            "second_attempt only: redelivery, duplicate_publish, scheduler, retry, poll, unknown",
+            "second_attempt only: abandoned, redelivery, duplicate_publish, scheduler, retry, poll, unknown",
         ),
         ("message", _S, "plain explanation in the incident's terms"),
         (

@@ -26,7 +26,7 @@ def _message(sample: Sample) -> str:
         obj = json.loads(sample.line)
         return str(obj.get("message", obj.get("msg")))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog", "redis", "spring-console"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis", "spring-console", "python-logging"):
         return str(fmt.parse(sample.line.encode())[0]["message"])
     return sample.line.split(" : ", 1)[-1]
 
@@ -36,7 +36,7 @@ def _record(sample: Sample) -> dict[str, object] | None:
     if sample.line.startswith("{"):
         return dict(json.loads(sample.line))
     fmt = line_format(sample.line.encode())
-    if fmt is not None and fmt.name in ("celery", "klog", "redis"):
+    if fmt is not None and fmt.name in ("celery", "klog", "redis", "spring-console", "python-logging"):
         return dict(fmt.parse(sample.line.encode())[0])
     return None
 

@@ -9,7 +9,9 @@ Best practice: log a `job_triggered` event for every attempt with its trigger an
 (Kafka topic, partition, offset or the application's message id, delivery count, retry attempt), a new
 executionId per attempt and the same jobId for the same logical request.
 
-Trigger rules, first match wins: `retry` (trigger says retry, or the same message again after a failed
+Trigger rules, first match wins: `abandoned` (the trigger says so: a job queue took the earlier attempt's
+run as abandoned once its lease lapsed, and put the job back while that run had logged no end, as RQ's
+StartedJobRegistry cleanup does); `retry` (trigger says retry, or the same message again after a failed
 attempt); `redelivery` (same topic+partition+offset or message id as an earlier attempt, or a delivery
 count > 1, or the trigger says a scheduler recovered a failed instance's run: Quartz's `recovery`); `retry` (attempt number > 1); `scheduler` / `poll` (the trigger says so); `duplicate_publish`
 (both attempts carry a message identity, and they differ: a new message for the same job; an earlier
@@ -30,7 +32,7 @@ from leaselog.reconstruct import NEVER_RAN
 from leaselog.timebase import ms_expr
 from leaselog.unlogged_renewals import UNLOGGED
 
-TRIGGERS = ("redelivery", "duplicate_publish", "scheduler", "retry", "poll", "unknown")
+TRIGGERS = ("abandoned", "redelivery", "duplicate_publish", "scheduler", "retry", "poll", "unknown")
 _RETRY = ["retry", "retried", "retrying", "backoff"]
 _SCHEDULER = ["scheduler", "schedule", "scheduled", "cron", "timer", "quartz"]
 _POLL = ["poll", "polling", "poller", "sweep", "reconcile"]
@@ -166,7 +168,9 @@ def attempts(executions: pl.DataFrame, leases: pl.DataFrame, skew_ms: float) -> 
     )
     trig = pl.col("trigger_new")
     kind = (
-        pl.when(trig.is_in(_RETRY))
+        pl.when(trig == "abandoned")
+        .then(pl.lit("abandoned"))
+        .when(trig.is_in(_RETRY))
         .then(pl.lit("retry"))
         .when(pl.col("same_message") & pl.col("finish_status").is_in(_FAILED))
         .then(pl.lit("retry"))
@@ -216,7 +220,16 @@ def _why() -> pl.Expr:
         .otherwise(pl.lit("a job_triggered event without ") + pl.col("missing").list.join(", "))
     )
     return (
-        pl.when((path == "redelivery") & same)
+        pl.when(path == "abandoned")
+        .then(
+            pl.format(
+                "abandoned: the job was put back in its queue once {}'s lease lapsed (its worker stopped "
+                "heartbeating), while {} had logged no end",
+                old,
+                old,
+            )
+        )
+        .when((path == "redelivery") & same)
         .then(
             pl.format(
                 "redelivery: it carries the same message as {} ({}){}",

@@ -176,8 +176,10 @@ _QUOTED_TRACEBACK = b'"""'
 # in Exception/Error/Throwable)
 _EXCEPTION_LINE = re.compile(
     rb"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|\Z)"
-    # a Python traceback's last line: `package.module.ExceptionClass: message` (lower-case modules)
+    # a Python traceback's last line: `package.module.ExceptionClass: message` (lower-case modules), or a
+    # builtin's, unqualified (`ValueError: bad month`, `TimeoutError: timed out`, a bare `KeyError`)
     rb"|(?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*: "
+    rb"|[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:: |\Z)"
 )
 # the same test as a regex over a line (Rust syntax), for the reader's columnar path
 CONTINUATION_RE = (
@@ -185,7 +187,7 @@ CONTINUATION_RE = (
     r"Traceback \(most recent call last\):|During handling of the above exception|"
     r"The above exception was the direct cause|\"\"\"\s*$|"
     r"(?:[a-zA-Z_$][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error|Throwable)(?::|$)|"
-    r"(?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*: )"
+    r"(?:[a-z_][a-z0-9_]*\.)+[A-Z]\w*: |[A-Z][A-Za-z0-9]*(?:Error|Exception)(?:: |$))"
 )
 
 
