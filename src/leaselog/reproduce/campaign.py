@@ -35,6 +35,7 @@ from leaselog.reproduce import (
     python_shapes,  # noqa: F401  (and Python's loggers')
     shapes,
 )
+from leaselog.reproduce.coarse import rendering
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
@@ -58,7 +59,7 @@ COLUMNS = (
     "unchecked",
 )
 # the run kinds a campaign reports apart (Plan.kinds) and can be limited to (`only`)
-RUN_KINDS = ("failover", "clock_step")
+RUN_KINDS = ("failover", "clock_step", "coarse")
 NO_IDS = " (no ids)"  # the suffix of a rendering without execution ids
 # shapes whose pod is only told from the file name once several files share one host (the app's name): a
 # fleet of one pod cannot show it, and the shape then names the app as the pod
@@ -239,9 +240,10 @@ def score_run(
     folder: Path, truth: dict[str, Any], shape: str, work: Path | None = None, ids: bool = True
 ) -> tuple[RunScore, dict[str, Any]]:
     """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/; without execution
-    ids into work/shape-no-ids/), analyze, score against the truth's attempts (matched by pod and time)."""
+    ids into work/shape-no-ids/), analyze, score against the truth's attempts (matched by pod and time).
+    A coarse run (coarse.py) is rendered in whole seconds."""
     paths = write_shape(
-        rows_for(folder, ids),
+        rendering(rows_for(folder, ids), truth, shape),
         shape,
         (work or folder) / (shape if ids else f"{shape}-no-ids"),
         redis_logs(folder),
@@ -415,7 +417,7 @@ def run_campaign(
 ) -> Campaign:
     """Runs `start` .. `start + runs - 1` of campaign `seed`; `jobs` at a time, each on its own throwaway
     redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`.
-    `only` (run kinds: `failover`, `clock_step`): the first `runs` runs from `start` on that draw one of
+    `only` (run kinds: `failover`, `clock_step`, `coarse`): the first `runs` runs from `start` on that draw one of
     them (run i is still run i of the seed); `without`: no run draws those kinds (each run is then what
     it would be were they not in the lab)."""
     say = progress or (lambda _m: None)
