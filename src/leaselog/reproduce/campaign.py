@@ -4,7 +4,7 @@ with and without execution ids.
 For each run: play the drawn plan on a real Redis (lab.play), render the pods' flat rows in the drawn shape
 (a failover run's Redis logs beside them, as Redis wrote them) and analyze it with leaselog (clock
 offsets unknown to it, default max-skew) -> score it (score.score); the same rows with every execution id
-removed (`shapes.without_ids`) are scored too. Findings are held against the truth's attempts matched by
+removed (`shapes.without_ids`) are scored too; a run drawn coarse is scored in whole seconds (coarse.py). Findings are held against the truth's attempts matched by
 pod and time (identity.true_names), not by the ids logged.
 Then the differential check: the same rows rendered in every registered shape, with ids and without, must
 give the same findings (kind, true executions, pods, severity, certainty, figures within the run's

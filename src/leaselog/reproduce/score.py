@@ -37,6 +37,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
 - figure errors: a matched figure off by more than 50 ms + twice the largest clock offset, or missing
   where the true figure exceeds that tolerance; for second_attempt the figure is the trigger path.
+On a run rendered in whole seconds (coarse.py) an overlap's or a zombie's figure is judged by its range
+(details.durationRangeMs must hold the truth's figure; certainty as the range allows), other figures may be
+off by the resolution, and a clock_step or clock_contradiction of any level is false.
 Findings are matched to the truth by the kind and the true attempts they name (`attempt-a`, `attempt-a2`:
 pod A's first and second); campaign.py first rewrites leaselog's execution ids to those, matched by pod and
 time (identity.py), so logs with reused ids, restarting counters or no ids at all are judged alike.
