@@ -35,7 +35,7 @@ from leaselog.reproduce import (
     python_shapes,  # noqa: F401  (and Python's loggers')
     shapes,
 )
-from leaselog.reproduce.coarse import rendering
+from leaselog.reproduce.coarse import RESOLUTION_MS, is_coarse, rendering
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
@@ -113,10 +113,14 @@ def rows_for(folder: Path, ids: bool) -> dict[str, list[dict[str, Any]]]:
     return rows if ids else without_ids(rows)
 
 
-def judged(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
-    """(leaselog's document, the same with true execution names, its number of executions of the job)."""
+def judged(
+    paths: Sequence[Path], truth: dict[str, Any], resolution_ms: float = 0.0
+) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """(leaselog's document, the same with true execution names, its number of executions of the job);
+    `resolution_ms`: the files' times were truncated to that (a whole-second rendering)."""
     doc, executions = analyze(paths)
-    return doc, translate(doc, true_names(truth, executions)), execution_count(executions, truth["job"])
+    names = true_names(truth, executions, resolution_ms)
+    return doc, translate(doc, names), execution_count(executions, truth["job"])
 
 
 Key = tuple[str, tuple[str, ...], str, str, tuple[str, ...]]
@@ -248,7 +252,7 @@ def score_run(
         (work or folder) / (shape if ids else f"{shape}-no-ids"),
         redis_logs(folder),
     )
-    doc, named, _n = judged(paths, truth)
+    doc, named, _n = judged(paths, truth, RESOLUTION_MS if is_coarse(truth) else 0.0)
     return score(truth, named, indistinct_pods(truth, shape, ids)), doc
 
 
