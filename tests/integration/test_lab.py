@@ -642,6 +642,32 @@ def test_an_unexpected_uncertain_coarse_figure_is_tolerated_only_where_its_range
     assert score(COARSE, _doc(*_coarse_right(), proven)).failed
 
 
+def _at_wall(truth: dict[str, Any], base_ms: int) -> dict[str, Any]:
+    """`truth` with every moment logged at `base_ms` plus its monotonic time."""
+    out = copy.deepcopy(truth)
+    for ms in out["moments"].values():
+        for m in ms:
+            m["wallMs"] = base_ms + int(m["monoMs"])
+    return out
+
+
+def test_an_overlap_the_whole_seconds_cannot_show_is_optional() -> None:
+    # at 10:00:00.000 + mono: A's end (1.51 s) and B's start (1.11 s) are both written 10:00:01, A's
+    # acquisition (0.01 s) and end 10:00:00 and 10:00:01: neither the overlap nor the zombie shows
+    base = 1_796_378_400_000
+    hidden = {**_at_wall(ARTICLE, base), "plan": COARSE["plan"]}
+    rs = score(hidden, _doc(*RIGHT[2:]))
+    assert not rs.failed, rs.items
+    assert sorted((i.status, i.kind) for i in rs.items if i.status == "optional") == [
+        ("optional", "lease_outlived"),
+        ("optional", "overlapping_executions"),
+    ]
+    # half a second later they show (A's end at 10:00:02, B's start at 10:00:01): their absence is a miss
+    shown = {**_at_wall(ARTICLE, base + 500), "plan": COARSE["plan"]}
+    assert ("missed", "overlapping_executions") in _statuses(score(shown, _doc(*RIGHT[2:])))
+    assert ("missed", "lease_outlived") in _statuses(score(shown, _doc(*RIGHT[2:])))
+
+
 @pytest.mark.parametrize("kind", ["clock_step", "clock_contradiction"])
 @pytest.mark.parametrize("severity", ["info", "warning"])
 def test_a_clock_finding_on_a_coarse_rendering_is_false(kind: str, severity: str) -> None:

@@ -7,7 +7,9 @@ rounded. A run drawn `coarse` (never one with a planned clock step: its steps an
 kept apart) is rendered in one of two shapes, its rows' `ts` truncated to the second: the flat JSON with
 `elapsedMs` (a logger that adds the run's monotonic count) or logfmt without it.
 
-Its scoring (score.py): a figure between coarse times is right where the finding's
+Its scoring (score.py): an overlap or a zombie the truncated times cannot show (its two moments' whole
+seconds put no time between them, as leaselog reads a finish and a start within one second: no overlap)
+is optional, as one within the tolerance is on millisecond logs; a figure between coarse times is right where the finding's
 `details.durationRangeMs` holds the truth's figure (give or take the run's tolerance: the clock offsets
 and the log's own latency, as for millisecond logs); a certain finding must have a range that excludes
 zero, an uncertain one is right where its range reaches down to the clock-skew bound; and a
@@ -17,9 +19,11 @@ zero, an uncertain one is right where its range reaches down to the clock-skew b
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 from typing import Any
 
+from leaselog.reproduce.identity import clock_offset
 from leaselog.reproduce.plan import Plan
 from leaselog.reproduce.rows import Pods, Row, iso, row_time
 
@@ -125,3 +129,29 @@ def tolerated_uncertain(f: dict[str, Any], bound: float) -> bool:
         and r is not None
         and r[0] <= bound
     )
+
+
+def shown_ms(truth: dict[str, Any], span: tuple[float, float] | None, figure: float | None) -> float | None:
+    """What whole-second times show of a figure measured between the true moments `span` (the figure
+    is the time between them less a constant, a lease's length for a zombie): the same between the two
+    moments' logged times truncated to the second. None where a moment is no logged line (a kill)."""
+    if span is None or figure is None:
+        return None
+    lo, hi = span
+    logged: dict[float, float] = {}
+    for pod, ms in truth["moments"].items():
+        for m in ms:
+            mono = float(m["monoMs"])
+            for end in (lo, hi):
+                if "wallMs" in m and abs(mono - end) < 0.01:  # (a span end computed back from a lease)
+                    t = float(m["wallMs"]) + clock_offset(truth, pod, mono)
+                    logged[end] = math.floor(t / RESOLUTION_MS) * RESOLUTION_MS
+    if lo not in logged or hi not in logged:
+        return None
+    return logged[hi] - logged[lo] - (hi - lo - figure)
+
+
+def hidden(truth: dict[str, Any], kind: str, span: tuple[float, float] | None, figure: float | None) -> bool:
+    """Is this overlap or zombie one the whole-second times cannot show (they put 0 ms or less of it)?"""
+    shown = shown_ms(truth, span, figure)
+    return kind in RANGED_KINDS and shown is not None and shown <= 0
