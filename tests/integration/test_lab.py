@@ -772,6 +772,28 @@ def test_the_campaigns_clock_step_runs_are_read_right(ci_campaign: Any) -> None:
 
 
 @pytest.mark.redis
+def test_the_campaigns_whole_second_runs_are_read_right(ci_campaign: Any) -> None:
+    """A run rendered in whole seconds (flat JSON with elapsedMs, logfmt without): no clock finding at any
+    level, nothing missed or false, every overlap's and zombie's range holding the truth, with ids and
+    without."""
+    camp, _out = ci_campaign
+    rough = [r for r in camp.results if "coarse" in r.plan.kinds]
+    assert rough
+    bad = {
+        r.plan.name: [
+            f"{i.status} {i.kind}: {i.why[:120]}"
+            for s in (r.score, r.score_no_ids)
+            if s is not None
+            for i in s.items
+            if i.status in ("missed", "false", "figure_error")
+            or i.kind in ("clock_step", "clock_contradiction")
+        ]
+        for r in rough
+    }
+    assert {name: b for name, b in bad.items() if b} == {}
+
+
+@pytest.mark.redis
 def test_the_campaign_reads_the_same_without_execution_ids(ci_campaign: Any) -> None:
     """The same logs with every execution id removed: nothing the truth expects is missed, and every shape
     gives the findings and execution counts of the logs with ids."""
