@@ -32,7 +32,7 @@ RESOLUTION_MS = 1000.0
 # the shape a coarse run is rendered in -> whether its lines keep elapsedMs
 COARSE_SHAPES: dict[str, bool] = {"flat": True, "logfmt": False}
 # the kinds whose figures between coarse times carry their range (details.durationRangeMs)
-RANGED_KINDS = ("overlapping_executions", "lease_outlived")
+RANGED_KINDS = ("overlapping_executions", "lease_outlived", "concurrent_leases")
 CLOCK_KINDS = ("clock_step", "clock_contradiction")
 
 

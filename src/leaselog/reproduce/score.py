@@ -487,7 +487,11 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
         if e.trigger is not None and e.trigger not in trig:
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), "wrong trigger path", e.trigger, trig))
         # (beyond the logs' millisecond resolution: a true 250.2 ms reads as 250 ms in the lines)
-        skewable = not ranged and e.kind in coarse.RANGED_KINDS and (e.figure or 0.0) > bound + 1.0
+        skewable = (
+            not ranged
+            and e.kind in ("overlapping_executions", "lease_outlived")
+            and (e.figure or 0.0) > bound + 1.0
+        )
         for i in hits:
             if skewable and findings[i].get("certainty") == "uncertain":
                 why = f"uncertain, yet {e.figure or 0.0:.0f} ms is beyond max-skew + offsets ({bound:.0f} ms)"
