@@ -20,6 +20,7 @@ import pytest
 from leaselog.cli import main
 from leaselog.reproduce import shapes
 from leaselog.reproduce.campaign import NO_IDS, differences, run_campaign, signature
+from leaselog.reproduce.coarse import COARSE_SHAPES, whole_seconds
 from leaselog.reproduce.lab import FAULTS, PATHS, draw
 from leaselog.reproduce.layouts import LAYOUTS
 from leaselog.reproduce.plan import plan_from_dict
@@ -534,7 +535,7 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
     # the failover (one execution per pod: B fired after the promotion) and the clock steps (either way,
     # 0.5-3 s, on one pod)
     fo = [p for p in plans if p.fault == "failover"]
-    assert fo and all(p.layout == "pods" and p.kinds == ("failover",) for p in fo)
+    assert fo and all(p.layout == "pods" and p.kinds in (("failover",), ("failover", "coarse")) for p in fo)
     assert all(p.pods[1].fire_ms is not None and p.pods[1].fire_ms > p.fault_at_ms + p.fault_ms for p in fo)
     steps = [p.clock_step_ms for p in plans if "clock_step" in p.kinds]
     # a clock-step run goes on with two clean handoffs between its stepped pod and another, with and
@@ -558,9 +559,9 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
             assert all(q.ticks_ms and q.threads == ("tick",) for q in p.pods)
     assert {p.completion for p in plans} == {"fenced", "idempotent", "plain", "none"}
     assert any(p.renew for p in plans) and not all(p.renew for p in plans)
-    # without the failover and the clock step, a run is drawn as if the lab had neither
+    # without the failover, the clock step and the whole seconds, a run is drawn as if the lab had none
     for i, p in enumerate(plans[:60]):
-        bare = draw(5, i, without=("failover", "clock_step"))
+        bare = draw(5, i, without=("failover", "clock_step", "coarse"))
         assert not bare.kinds
         if not p.kinds:
             assert bare == p
@@ -569,6 +570,127 @@ def test_draws_are_reproducible_and_cover_the_space() -> None:
         assert 1000 <= p.lease_ms <= (5000 if p.fault == "failover" else 3000)
         assert p.lease_ms >= 3000 or p.fault != "failover"
         assert p.renewal_ms + p.op_timeout_ms < p.lease_ms - p.margin_ms
+
+
+# -- whole-second renderings -----------------------------------------------------------------------------
+
+COARSE = {**ARTICLE, "plan": {**ARTICLE["plan"], "coarse": True}}
+
+
+def _ranged(f: dict[str, Any], lo: float, hi: float, resolution: float = 1000.0) -> dict[str, Any]:
+    """`f` as leaselog gives a figure between whole-second times: with its resolution and range."""
+    return {**f, "details": {"timeResolutionMs": resolution, "durationRangeMs": [lo, hi]}}
+
+
+def _coarse_right() -> list[dict[str, Any]]:
+    """RIGHT as whole-second times give it: the 400 ms overlap read as 0 ms, known between 0 and 1 s
+    (uncertain); the 500 ms zombie read as 1 s, between 0 and 2 s (certain: the truncated times put its
+    end strictly after the lease's)."""
+    out = copy.deepcopy(RIGHT)
+    out[0] = _ranged({**out[0], "durationMs": 0.0, "certainty": "uncertain", "severity": "warning"}, 0, 1000)
+    out[1] = _ranged({**out[1], "durationMs": 1000.0}, 0, 2000)
+    return out
+
+
+def test_a_coarse_figure_is_right_inside_its_range() -> None:
+    rs = score(COARSE, _doc(*_coarse_right()))
+    assert not rs.failed, rs.items
+    # the same findings on millisecond logs are a second off the truth
+    assert ("figure_error", "lease_outlived") in _statuses(score(ARTICLE, _doc(*_coarse_right())))
+
+
+def test_a_coarse_figure_outside_its_range_or_without_one_is_a_figure_error() -> None:
+    outside = _coarse_right()
+    outside[1] = _ranged({**outside[1], "durationMs": 2000.0}, 1000, 3000)  # the truth is 500 ms
+    assert _statuses(score(COARSE, _doc(*outside))) == [
+        ("figure_error", "lease_outlived"),
+        ("tolerated", "lease_settings"),
+        ("tolerated", "second_attempt"),
+    ]
+    bare = _coarse_right()
+    del bare[0]["details"]
+    rs = score(COARSE, _doc(*bare))
+    assert [i.why for i in rs.items if i.status == "figure_error"] == [
+        "a figure between whole-second times without its range (details.durationRangeMs)"
+    ]
+
+
+def test_a_coarse_certainty_must_be_what_its_range_allows() -> None:
+    # certain, yet 500 ms +- 1 s may be no overlap at all
+    certain = _coarse_right()
+    certain[0] = _ranged({**certain[0], "durationMs": 500.0, "certainty": "certain"}, 0, 1500)
+    rs = score(COARSE, _doc(*certain))
+    assert [(i.status, i.kind) for i in rs.items if i.status == "false"] == [
+        ("false", "overlapping_executions")
+    ]
+    assert "reaches 0" in next(i.why for i in rs.items if i.status == "false")
+    # uncertain, yet the range proves 1 s of overlap at least (beyond max-skew)
+    doubted = _coarse_right()
+    doubted[0] = _ranged({**doubted[0], "durationMs": 2000.0}, 1000, 3000)
+    rs = score(COARSE, _doc(*doubted))
+    assert any("beyond max-skew" in i.why for i in rs.items if i.status == "false")
+
+
+def test_an_unexpected_uncertain_coarse_figure_is_tolerated_only_where_its_range_reaches_zero() -> None:
+    # B outlived no lease; truncated renewal times can make it look 500 ms late
+    extra = _ranged(
+        _f("lease_outlived", ["attempt-b"], "warning", durationMs=500.0, certainty="uncertain"), 0, 1500
+    )
+    assert not score(COARSE, _doc(*_coarse_right(), extra)).failed
+    # on millisecond logs 500 ms is beyond the clock-offset bound
+    assert score(ARTICLE, _doc(*RIGHT, extra)).failed
+    proven = _ranged({**extra, "durationMs": 1500.0}, 500, 2500)
+    assert score(COARSE, _doc(*_coarse_right(), proven)).failed
+
+
+def _at_wall(truth: dict[str, Any], base_ms: int) -> dict[str, Any]:
+    """`truth` with every moment logged at `base_ms` plus its monotonic time."""
+    out = copy.deepcopy(truth)
+    for ms in out["moments"].values():
+        for m in ms:
+            m["wallMs"] = base_ms + int(m["monoMs"])
+    return out
+
+
+def test_an_overlap_the_whole_seconds_cannot_show_is_optional() -> None:
+    # at 10:00:00.000 + mono: A's end (1.51 s) and B's start (1.11 s) are both written 10:00:01, A's
+    # acquisition (0.01 s) and end 10:00:00 and 10:00:01: neither the overlap nor the zombie shows
+    base = 1_796_378_400_000
+    hidden = {**_at_wall(ARTICLE, base), "plan": COARSE["plan"]}
+    rs = score(hidden, _doc(*RIGHT[2:]))
+    assert not rs.failed, rs.items
+    assert sorted((i.status, i.kind) for i in rs.items if i.status == "optional") == [
+        ("optional", "lease_outlived"),
+        ("optional", "overlapping_executions"),
+    ]
+    # half a second later they show (A's end at 10:00:02, B's start at 10:00:01): their absence is a miss
+    shown = {**_at_wall(ARTICLE, base + 500), "plan": COARSE["plan"]}
+    assert ("missed", "overlapping_executions") in _statuses(score(shown, _doc(*RIGHT[2:])))
+    assert ("missed", "lease_outlived") in _statuses(score(shown, _doc(*RIGHT[2:])))
+
+
+@pytest.mark.parametrize("kind", ["clock_step", "clock_contradiction"])
+@pytest.mark.parametrize("severity", ["info", "warning"])
+def test_a_clock_finding_on_a_coarse_rendering_is_false(kind: str, severity: str) -> None:
+    step = {**_f(kind, ["attempt-a"], severity, certainty="uncertain"), "pods": ["pod-a"]}
+    rs = score(COARSE, _doc(*_coarse_right(), step))
+    assert [(i.status, i.kind) for i in rs.items if i.status == "false"] == [("false", kind)]
+    # on millisecond logs an uncertain one at info is no alarm
+    if severity == "info":
+        assert not score(ARTICLE, _doc(*RIGHT, step)).failed
+
+
+def test_coarse_runs_are_drawn_apart_from_clock_steps_and_render_whole_seconds() -> None:
+    plans = [draw(5, i) for i in range(300)]
+    rough = [p for p in plans if p.coarse]
+    assert rough and all(p.kinds[-1] == "coarse" and not p.clock_step_ms for p in rough)
+    assert {p.shape for p in rough} == set(COARSE_SHAPES)
+    assert all(not draw(5, i, without=("coarse",)).coarse for i in range(60))
+    rows = {"pod-a": [{"ts": "2026-11-02T10:00:05.999Z", "elapsedMs": 1999, "message": "x"}]}
+    assert whole_seconds(rows, True) == {
+        "pod-a": [{"ts": "2026-11-02T10:00:05Z", "elapsedMs": 1999, "message": "x"}]
+    }
+    assert whole_seconds(rows, False) == {"pod-a": [{"ts": "2026-11-02T10:00:05Z", "message": "x"}]}
 
 
 # -- a real campaign -----------------------------------------------------------------------------------
@@ -646,6 +768,28 @@ def test_the_campaigns_clock_step_runs_are_read_right(ci_campaign: Any) -> None:
         ]
         + [f"shape {s}" for s in r.shape_diffs]
         for r in stepped
+    }
+    assert {name: b for name, b in bad.items() if b} == {}
+
+
+@pytest.mark.redis
+def test_the_campaigns_whole_second_runs_are_read_right(ci_campaign: Any) -> None:
+    """A run rendered in whole seconds (flat JSON with elapsedMs, logfmt without): no clock finding at any
+    level, nothing missed or false, every overlap's and zombie's range holding the truth, with ids and
+    without."""
+    camp, _out = ci_campaign
+    rough = [r for r in camp.results if "coarse" in r.plan.kinds]
+    assert rough
+    bad = {
+        r.plan.name: [
+            f"{i.status} {i.kind}: {i.why[:120]}"
+            for s in (r.score, r.score_no_ids)
+            if s is not None
+            for i in s.items
+            if i.status in ("missed", "false", "figure_error")
+            or i.kind in ("clock_step", "clock_contradiction")
+        ]
+        for r in rough
     }
     assert {name: b for name, b in bad.items() if b} == {}
 

@@ -17,7 +17,9 @@ increment along with the key).
 Where nothing says the lock lost the key (no reconnect, no failover of the lock's Redis in the window, no
 token handed out twice) and the later lease's fencing token is larger (the counter kept
 the earlier acquisition's increment: the lock's Redis had it), clocks that disagree by the figure explain
-the pair as well, and the finding is uncertain.
+the pair as well, and the finding is uncertain. Between times written coarser than a millisecond (whole
+seconds) the figure is given with its range (`leaselog.checks.resolution`), and what lies within the
+resolution is not proven either.
 
 Best practice: know the lock's failover behaviour and topology (a replica promoted without the key hands
 it out again), protect writes with fencing tokens the destination enforces, make a lock count only once a
@@ -45,6 +47,7 @@ from leaselog.checks.frames import (
 )
 from leaselog.checks.offsets import behind_columns, behind_note, with_behind
 from leaselog.checks.phrasing import durations, moments, text
+from leaselog.checks.resolution import resolution_columns, resolution_note, with_resolution
 from leaselog.timebase import ms_expr
 
 _COLS = [
@@ -214,9 +217,13 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
     )
     found = found.filter(pl.col("left_ms") > 0)
     found = failovers(reconnects(found, ctx), ctx)
+    # whole-second (or other coarse) timestamps: the figure is known only to their resolution
+    found = resolution_columns(ctx, found, ("execution_id", "execution_id_b"), "size_ms")
     # Redis started A's TTL somewhere inside the confirming call: the logged expiry is late by up to that
-    # latency, so only the part beyond skew + latency is proven.
-    proven = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
+    # latency (and truncated times by up to their resolution), so only the part beyond skew + latency
+    # (+ resolution) is proven.
+    beyond_latency = pl.col("size_ms") - pl.col("confirm_latency_ms").fill_null(0.0)
+    proven = beyond_latency - pl.col("resolution_ms").fill_null(0.0)
     a_id, b_id = text("execution_id"), text("execution_id_b")
     # a's last confirmation is cited apart only when it is another line than its acquire
     apart = ~(
@@ -233,7 +240,9 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         pl.col("left_ms") - pl.col("confirm_latency_ms").fill_null(0.0) <= ctx.settings.max_skew_ms
     )
     # the whole of it lies inside the confirming call's latency: nothing of it is proven
-    latency_doubt = (pl.col("proven_ms") <= 0).fill_null(False)
+    latency_doubt = (beyond_latency <= 0).fill_null(False)
+    # beyond the latency, yet within the times' resolution: nothing of it is proven either
+    resolution_doubt = (pl.col("proven_ms") <= 0).fill_null(False) & ~latency_doubt
     # nothing in the logs says the lock lost the key (no reconnect, no failover in the lock's Redis logs, no
     # token handed out twice), and the fencing counter kept a's increment (b's token is larger): the lock's
     # Redis had a's acquisition, and b's SET NX found the key gone. Two pods' clocks apart by the figure
@@ -249,7 +258,7 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
         offset_doubt.alias("offset_doubt"),
         latency_doubt.alias("latency_doubt"),
         counter_doubt.alias("counter_doubt"),
-        pl.when(offset_doubt | latency_doubt | counter_doubt)
+        pl.when(offset_doubt | latency_doubt | counter_doubt | resolution_doubt)
         .then(pl.lit("uncertain"))
         .otherwise(step_certainty(pl.col("proven_ms"), ctx.settings.max_skew_ms))
         .alias("certainty"),
@@ -295,12 +304,14 @@ def detect(ctx: CheckContext) -> pl.DataFrame:
             ),
             (pl.col("failover_file"), pl.col("failover_line"), _failover_note()),
         ).alias("evidence"),
-        with_failover(
-            with_behind(
-                with_step(
-                    details(
-                        confirmLatencyMs=pl.col("confirm_latency_ms"),
-                        fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+        with_resolution(
+            with_failover(
+                with_behind(
+                    with_step(
+                        details(
+                            confirmLatencyMs=pl.col("confirm_latency_ms"),
+                            fencingTokens=pl.concat_list("fencing_token", "fencing_token_b"),
+                        )
                     )
                 )
             )
@@ -468,6 +479,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
         step_note(rows),
         behind_note(rows, "pod", "pod_b", "left_ms", "offset_doubt"),
         pl.lit("wall").alias("failover_clock"),
+        resolution_note(rows),
     )
     return rows.select(
         pl.concat_str(
@@ -544,6 +556,7 @@ def explain(rows: pl.DataFrame, ctx: CheckContext) -> pl.Series:
                 )
             )
             .otherwise(pl.lit("")),
+            pl.col("resolution_note"),
             pl.col("step_note"),
             pl.col("behind_note"),
         ).alias("message")

@@ -84,12 +84,14 @@ def reproduce_command(
     only: Annotated[
         str | None,
         typer.Option(
-            help="random: only the runs that draw one of these kinds (comma-separated: failover, clock_step)."
+            help="random: only the runs that draw one of these kinds (comma-separated: failover, clock_step, coarse)."
         ),
     ] = None,
     without: Annotated[
         str | None,
-        typer.Option(help="random: draw none of these kinds (comma-separated: failover, clock_step)."),
+        typer.Option(
+            help="random: draw none of these kinds (comma-separated: failover, clock_step, coarse)."
+        ),
     ] = None,
 ) -> None:
     """Run a lease incident for real against Redis (worker pods are separate processes), then analyze

@@ -4,7 +4,7 @@ with and without execution ids.
 For each run: play the drawn plan on a real Redis (lab.play), render the pods' flat rows in the drawn shape
 (a failover run's Redis logs beside them, as Redis wrote them) and analyze it with leaselog (clock
 offsets unknown to it, default max-skew) -> score it (score.score); the same rows with every execution id
-removed (`shapes.without_ids`) are scored too. Findings are held against the truth's attempts matched by
+removed (`shapes.without_ids`) are scored too; a run drawn coarse is scored in whole seconds (coarse.py). Findings are held against the truth's attempts matched by
 pod and time (identity.true_names), not by the ids logged.
 Then the differential check: the same rows rendered in every registered shape, with ids and without, must
 give the same findings (kind, true executions, pods, severity, certainty, figures within the run's
@@ -35,6 +35,7 @@ from leaselog.reproduce import (
     python_shapes,  # noqa: F401  (and Python's loggers')
     shapes,
 )
+from leaselog.reproduce.coarse import RESOLUTION_MS, is_coarse, rendering
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.identity import execution_count, translate, true_names, true_runs
 from leaselog.reproduce.lab import draw, play
@@ -58,7 +59,7 @@ COLUMNS = (
     "unchecked",
 )
 # the run kinds a campaign reports apart (Plan.kinds) and can be limited to (`only`)
-RUN_KINDS = ("failover", "clock_step")
+RUN_KINDS = ("failover", "clock_step", "coarse")
 NO_IDS = " (no ids)"  # the suffix of a rendering without execution ids
 # shapes whose pod is only told from the file name once several files share one host (the app's name): a
 # fleet of one pod cannot show it, and the shape then names the app as the pod
@@ -112,10 +113,14 @@ def rows_for(folder: Path, ids: bool) -> dict[str, list[dict[str, Any]]]:
     return rows if ids else without_ids(rows)
 
 
-def judged(paths: Sequence[Path], truth: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], int]:
-    """(leaselog's document, the same with true execution names, its number of executions of the job)."""
+def judged(
+    paths: Sequence[Path], truth: dict[str, Any], resolution_ms: float = 0.0
+) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """(leaselog's document, the same with true execution names, its number of executions of the job);
+    `resolution_ms`: the files' times were truncated to that (a whole-second rendering)."""
     doc, executions = analyze(paths)
-    return doc, translate(doc, true_names(truth, executions)), execution_count(executions, truth["job"])
+    names = true_names(truth, executions, resolution_ms)
+    return doc, translate(doc, names), execution_count(executions, truth["job"])
 
 
 Key = tuple[str, tuple[str, ...], str, str, tuple[str, ...]]
@@ -250,14 +255,15 @@ def score_run(
     folder: Path, truth: dict[str, Any], shape: str, work: Path | None = None, ids: bool = True
 ) -> tuple[RunScore, dict[str, Any]]:
     """Render the run's flat logs in `shape` (into work/shape/, default folder/shape/; without execution
-    ids into work/shape-no-ids/), analyze, score against the truth's attempts (matched by pod and time)."""
+    ids into work/shape-no-ids/), analyze, score against the truth's attempts (matched by pod and time).
+    A coarse run (coarse.py) is rendered in whole seconds."""
     paths = write_shape(
-        rows_for(folder, ids),
+        rendering(rows_for(folder, ids), truth, shape),
         shape,
         (work or folder) / (shape if ids else f"{shape}-no-ids"),
         redis_logs(folder),
     )
-    doc, named, _n = judged(paths, truth)
+    doc, named, _n = judged(paths, truth, RESOLUTION_MS if is_coarse(truth) else 0.0)
     return score(truth, named, indistinct_pods(truth, shape, ids)), doc
 
 
@@ -426,7 +432,7 @@ def run_campaign(
 ) -> Campaign:
     """Runs `start` .. `start + runs - 1` of campaign `seed`; `jobs` at a time, each on its own throwaway
     redis-server (a CLIENT PAUSE must stall only its own run), or all in turn on the server at `redis_url`.
-    `only` (run kinds: `failover`, `clock_step`): the first `runs` runs from `start` on that draw one of
+    `only` (run kinds: `failover`, `clock_step`, `coarse`): the first `runs` runs from `start` on that draw one of
     them (run i is still run i of the seed); `without`: no run draws those kinds (each run is then what
     it would be were they not in the lab)."""
     say = progress or (lambda _m: None)

@@ -13,6 +13,7 @@ rewritten to those true names.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -56,27 +57,34 @@ def clock_steps(truth: dict[str, Any]) -> list[tuple[str, float, float]]:
     return out
 
 
-def true_runs(truth: dict[str, Any], *, stepped: bool = True) -> list[TrueRun]:
+def true_runs(truth: dict[str, Any], *, stepped: bool = True, resolution_ms: float = 0.0) -> list[TrueRun]:
     """Every true attempt's span of logged time; `stepped=False`: as if the pod's clock had never stepped
-    (its offset before any step), the time leaselog reads where it undid a step by elapsedMs."""
+    (its offset before any step), the time leaselog reads where it undid a step by elapsedMs;
+    `resolution_ms`: as a rendering truncated to that many ms writes it (0: as logged)."""
     spans: dict[tuple[str, str], list[float]] = {}
     for pod, ms in truth["moments"].items():
         for m in ms:
             if "wallMs" in m:
                 off = clock_offset(truth, pod, float(m["monoMs"]) if stepped else float("-inf"))
-                spans.setdefault((pod, run_name(pod, m)), []).append(float(m["wallMs"]) + off)
+                t = float(m["wallMs"]) + off
+                t = math.floor(t / resolution_ms) * resolution_ms if resolution_ms > 0 else t
+                spans.setdefault((pod, run_name(pod, m)), []).append(t)
     return [TrueRun(name, pod, min(ts), max(ts)) for (pod, name), ts in spans.items()]
 
 
-def true_names(truth: dict[str, Any], executions: pl.DataFrame) -> dict[tuple[str, str], str]:
+def true_names(
+    truth: dict[str, Any], executions: pl.DataFrame, resolution_ms: float = 0.0
+) -> dict[tuple[str, str], str]:
     """(job, leaselog's execution id) -> the true attempt it is: for the run's job, the attempt of the same
-    pod whose span of logged time is closest; for a clean handoff's job (one attempt per pod), its pod's."""
+    pod whose span of logged time is closest; for a clean handoff's job (one attempt per pod), its pod's.
+    `resolution_ms`: the logs were rendered with their times truncated to that (a whole-second rendering:
+    the spans are compared as it wrote them)."""
     out = _handoff_names(truth, executions)
-    runs = true_runs(truth)
+    runs = true_runs(truth, resolution_ms=resolution_ms)
     if not runs or executions.height == 0:
         return out
     # where leaselog undid a clock step by elapsedMs, its times are the pod's clock before the step
-    unstepped = {(r.pod, r.name): r for r in true_runs(truth, stepped=False)}
+    unstepped = {(r.pod, r.name): r for r in true_runs(truth, stepped=False, resolution_ms=resolution_ms)}
     ex = executions.filter(pl.col("job_id") == truth["job"]).select(
         "execution_id",
         "pod",

@@ -25,6 +25,7 @@ from typing import Any
 
 import redis
 
+from leaselog.reproduce.coarse import with_coarse
 from leaselog.reproduce.failover import LockPair, primary_key, with_lab_faults
 from leaselog.reproduce.handoffs import play_handoffs, with_handoffs
 from leaselog.reproduce.layouts import with_layout
@@ -71,7 +72,7 @@ CLOSE = "closed"
 
 def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None, without: tuple[str, ...] = ()) -> Plan:
     """The parameters of run `index` of campaign `seed` (the same numbers on every machine); `without`
-    (run kinds: `failover`, `clock_step`) never draws those: the run is what it is with none of them."""
+    (run kinds: `failover`, `clock_step`, `coarse`) never draws those: the run is what it is with none of them."""
     rng = random.Random(f"leaselog-lab:{seed}:{index}")
     lease = rng.choice((1000, 1000, 1200, 1500, 1500, 2000, 2500))
     renew = rng.random() < 0.8
@@ -134,6 +135,7 @@ def draw(seed: int, index: int, shapes: tuple[str, ...] | None = None, without: 
     # drawn apart, so that the runs that keep one execution per pod draw what they always drew
     plan = with_layout(plan, random.Random(f"leaselog-lab-layout:{seed}:{index}"))
     plan = with_lab_faults(plan, random.Random(f"leaselog-lab-faults:{seed}:{index}"), without)
+    plan = with_coarse(plan, random.Random(f"leaselog-lab-coarse:{seed}:{index}"), without)
     return with_handoffs(plan, random.Random(f"leaselog-lab-handoffs:{seed}:{index}"))
 
 

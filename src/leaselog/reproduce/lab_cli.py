@@ -134,11 +134,11 @@ def totals_of(camp: Campaign) -> Table:
 
 
 def by_run_kind(camp: Campaign) -> Table | None:
-    """The totals of the failover runs and of the clock-step runs apart, with ids and without."""
+    """The totals of the failover, clock-step and whole-second runs apart, with ids and without."""
     kinds = [k for k in RUN_KINDS if camp.of_kind(k)]
     if not kinds:
         return None
-    t = Table(title="failover and clock-step runs apart", title_justify="left", show_edge=False)
+    t = Table(title="failover, clock-step and whole-second runs apart", title_justify="left", show_edge=False)
     cols = (
         "runs",
         "failedRuns",

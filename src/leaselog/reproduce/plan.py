@@ -57,13 +57,19 @@ class Plan:
     # stepped pod's, then the other's; reproduce/handoffs.py), their lines with or without elapsedMs
     handoffs: tuple[str, ...] = ()
     handoff_elapsed: bool = True
+    # rendered with its times truncated to whole seconds (reproduce/coarse.py): never with a clock step
+    coarse: bool = False
 
     @property
     def kinds(self) -> tuple[str, ...]:
-        """The campaign's run kinds this run belongs to (`failover`, `clock_step`), for `--only`."""
+        """The campaign's run kinds this run belongs to (`failover`, `clock_step`, `coarse`), for `--only`."""
         return tuple(
             k
-            for k, on in (("failover", self.fault == "failover"), ("clock_step", self.clock_step_ms != 0))
+            for k, on in (
+                ("failover", self.fault == "failover"),
+                ("clock_step", self.clock_step_ms != 0),
+                ("coarse", self.coarse),
+            )
             if on
         )
 
@@ -83,6 +89,8 @@ class Plan:
         if self.handoffs:
             step += f", handoffs pod-{self.handoffs[0].lower()}<->pod-{self.handoffs[1].lower()}"
             step += "" if self.handoff_elapsed else " (no elapsedMs)"
+        if self.coarse:
+            step += ", whole-second times"
         return (
             f"{layout}ttl {self.lease_ms}ms {life}, {len(self.pods)} pods ({paths}), fault {self.fault}"
             f"@{self.fault_at_ms}ms/{self.fault_ms}ms{step}, {self.completion}, shape {self.shape}"

@@ -37,6 +37,9 @@ The standard is the project's (docs/TRUTH.md), per finding kind:
   executions, start, end), a negative duration (figure or message), a well-formed line counted malformed.
 - figure errors: a matched figure off by more than 50 ms + twice the largest clock offset, or missing
   where the true figure exceeds that tolerance; for second_attempt the figure is the trigger path.
+On a run rendered in whole seconds (coarse.py) an overlap's or a zombie's figure is judged by its range
+(details.durationRangeMs must hold the truth's figure; certainty as the range allows), other figures may be
+off by the resolution, and a clock_step or clock_contradiction of any level is false.
 Findings are matched to the truth by the kind and the true attempts they name (`attempt-a`, `attempt-a2`:
 pod A's first and second); campaign.py first rewrites leaselog's execution ids to those, matched by pod and
 time (identity.py), so logs with reused ids, restarting counters or no ids at all are judged alike.
@@ -46,14 +49,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from itertools import pairwise
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from leaselog.reproduce import coarse
 from leaselog.reproduce.attempts import Attempt, attempts
 from leaselog.reproduce.handoffs import jobs as handoff_jobs
 from leaselog.reproduce.handoffs import unclean
 from leaselog.reproduce.identity import clock_steps
+from leaselog.reproduce.trouble import confirmation_lag, renewal_trouble
 from leaselog.reproduce.undecided import UNDECIDED, says_undecided
 
 STOP_SLO_MS = 5000.0  # leaselog's default --stop-slo
@@ -322,7 +326,7 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
     if kind == "completion_rejected":
         return "a fenced or duplicate completion"
     if kind == "concurrent_leases" and len(hit) == 2 and truth["plan"].get("fault") != "failover":
-        lag = _confirmation_lag(hit)
+        lag = confirmation_lag(hit)
         fig = f.get("durationMs")
         if lag is not None and fig is not None and 0 <= fig <= lag + BASE_TOLERANCE_MS:
             return (
@@ -343,7 +347,7 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
                 return "a failed renewal the worker never acted on (no stop was requested)"
     if kind == "renewal_gap":
         for a in hit:
-            why = _renewal_trouble(a, truth)
+            why = renewal_trouble(a, truth)
             if why:
                 return why
     if kind == "stop_delayed":
@@ -382,45 +386,6 @@ def _tolerated(f: dict[str, Any], truth: dict[str, Any], ats: dict[str, Attempt]
     return None
 
 
-def _confirmation_lag(pair: list[Attempt]) -> float | None:
-    """How long after its request the line that last confirmed the earlier lease of `pair` (its
-    acquisition, or a renewal success before the later one's acquisition) was written. A pod that stalls
-    between Redis's reply and its line (a loaded machine) logs that confirmation, and so its lease's end,
-    as much late; no log can tell."""
-    first, later = sorted(pair, key=lambda a: a.acquired if a.acquired is not None else float("inf"))
-    if first.acquired is None or later.acquired is None:
-        return None
-    anchor = first.first("lock_acquired")
-    for r in first.renewals():
-        if r["monoMs"] <= later.acquired and r.get("renewalOutcome") == "success":
-            anchor = r
-    if anchor is None or "sentMonoMs" not in anchor:
-        return None
-    return float(anchor["monoMs"]) - float(anchor["sentMonoMs"])
-
-
-def _renewal_trouble(a: Attempt, truth: dict[str, Any]) -> str | None:
-    plan = truth["plan"]
-    for fault in truth["faults"]:
-        if "startMono" not in fault or fault["kind"] not in ("pause", "stall", "netcut", "failover"):
-            continue
-        if fault["kind"] not in ("stall", "failover") and a.pod != f"pod-{fault['role'].lower()}":
-            continue
-        if a.start is not None and fault["startMono"] <= (a.end or a.start) and fault["endMono"] >= a.start:
-            return f"hit by a {fault['kind']}"
-    rs = a.renewals()
-    if any(r["renewalOutcome"] != "success" or r.get("late") for r in rs):
-        return "failed renewals"
-    if not plan.get("renew", True):
-        return None  # no renewal lifecycle: there is no renewal task to starve
-    times = [t for t in (a.acquired, *(r["monoMs"] for r in rs)) if t is not None]
-    if a.end is not None:
-        times.append(a.end)
-    if any(t2 - t1 > 1.5 * plan["renewal_ms"] for t1, t2 in pairwise(times)):
-        return "a true renewal spacing above 1.5 x the interval"
-    return None
-
-
 def _matches(e: Expected, f: dict[str, Any], job: str) -> bool:
     ids = list(f.get("executionIds") or [])
     k = f["kind"]
@@ -449,6 +414,8 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
     `indistinct`: the pods whose runs the rendering cannot tell apart (undecided.py)."""
     job = truth["job"]
     tol, bound = tolerance(truth), skew_bound(truth)
+    whole = coarse.is_coarse(truth)  # rendered in whole seconds
+    stepped = {pod for pod, _at, _size in clock_steps(truth)}
     findings = [f for f in doc["findings"] if f.get("jobId") in (job, None)]
     ats = {a.eid: a for a in attempts(truth)}
     from leaselog.checks import REGISTRY
@@ -462,6 +429,8 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
     used: set[int] = set()
     wrong: dict[int, list[str]] = {}  # finding -> why it counts against the run (once, whatever the reasons)
     for e in expectations(truth):
+        if whole and coarse.hidden(truth, e.kind, e.span, e.figure):
+            e = replace(e, optional=True)  # the whole-second times put none of it between its moments
         hits = [i for i, f in enumerate(findings) if _matches(e, f, job)]
         used.update(hits)
         if not hits:
@@ -485,19 +454,30 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
         rs.items.append(Item(e.kind, "found", list(e.eids), "expected", truth_fig or e.trigger, shown))
         # no figure at all is an error only where the truth's figure was beyond what skewed clocks can blur
         low = e.figure if e.figure_min is None else e.figure_min
-        tol_e = tol + step_allowance(truth, e.pods, e.span)
+        # on a whole-second rendering an overlap's or a zombie's figure is judged by its range (coarse.py),
+        # any other figure is off by up to the resolution
+        ranged = whole and e.kind in coarse.RANGED_KINDS and e.figure is not None
+        tol_e = tol + step_allowance(truth, e.pods, e.span) + (coarse.RESOLUTION_MS if whole else 0.0)
         off = (
             not (low - tol_e <= best <= e.figure + tol_e)
             if best is not None and e.figure is not None and low is not None
             else (e.figure or 0.0) > tol_e
         )
-        if e.figure is not None and e.kind != NOT_HONOURED and off:
+        if ranged:
+            misses = [coarse.range_miss(f, e.figure or 0.0, e.figure_min, tol) for f in got]
+            if all(misses):
+                rs.items.append(Item(e.kind, "figure_error", list(e.eids), str(misses[0]), truth_fig, best))
+            for i in hits:
+                if (why_c := coarse.certainty_miss(findings[i], bound)) is not None:
+                    wrong.setdefault(i, []).append(why_c)
+        elif e.figure is not None and e.kind != NOT_HONOURED and off:
             why = f"figure off by more than {tol_e:.0f} ms"
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), why, truth_fig, best))
         elif (
             best is not None
             and e.figure is not None
             and low is not None
+            and not whole
             and tol_e > tol
             and not (low - tol <= best <= e.figure + tol)
         ):
@@ -507,15 +487,25 @@ def score(truth: dict[str, Any], doc: dict[str, Any], indistinct: frozenset[str]
         if e.trigger is not None and e.trigger not in trig:
             rs.items.append(Item(e.kind, "figure_error", list(e.eids), "wrong trigger path", e.trigger, trig))
         # (beyond the logs' millisecond resolution: a true 250.2 ms reads as 250 ms in the lines)
-        skewable = e.kind in ("overlapping_executions", "lease_outlived") and (e.figure or 0.0) > bound + 1.0
+        skewable = (
+            not ranged
+            and e.kind in ("overlapping_executions", "lease_outlived")
+            and (e.figure or 0.0) > bound + 1.0
+        )
         for i in hits:
             if skewable and findings[i].get("certainty") == "uncertain":
                 why = f"uncertain, yet {e.figure or 0.0:.0f} ms is beyond max-skew + offsets ({bound:.0f} ms)"
                 wrong.setdefault(i, []).append(why)
     for i, f in enumerate(findings):
+        if whole and f["kind"] in coarse.CLOCK_KINDS and not stepped & set(f.get("pods") or ()):
+            # no clock stepped: times truncated to the second are no step, at any level
+            wrong.setdefault(i, []).append("a clock finding on a whole-second rendering of unstepped clocks")
+            continue
         if i in used:
             continue
         reason = UNDECIDED if says_undecided(f, indistinct) else _tolerated(f, truth, ats)
+        if reason is None and whole and coarse.tolerated_uncertain(f, bound):
+            reason = "uncertain, its range between whole-second times reaching into the clock-offset bound"
         if reason is not None:
             rs.items.append(Item(f["kind"], "tolerated", list(f.get("executionIds") or []), reason))
         elif f.get("severity") in ("warning", "error"):
