@@ -20,8 +20,12 @@ Record = dict[str, Any]
 MAX_FLATTEN_DEPTH = 32
 
 # Sub-objects some encoders put MDC / key-value pairs under (logstash-logback-encoder `includeMdcKeyName`
-# setups, Beats `fields`, ECS `labels`): their keys are also offered un-prefixed, without overriding.
-MDC_CONTAINERS = ("mdc", "MDC", "labels", "fields", "context", "kv")
+# setups, Beats `fields`, ECS `labels`, tracing-subscriber's JSON `fields` (tokio-rs/tracing
+# tracing-subscriber/src/fmt/format/json.rs, v0.3), Microsoft.Extensions.Logging's JSON console formatter's
+# `State` (dotnet/runtime src/libraries/Microsoft.Extensions.Logging.Console/src/JsonConsoleFormatter.cs,
+# .NET 6-9: the message template's properties)): their keys are also offered un-prefixed, without
+# overriding.
+MDC_CONTAINERS = ("mdc", "MDC", "labels", "fields", "context", "kv", "State")
 
 # Keys a wrapper (not the application) wrote; `ts` aliases fall back to `wrapper.time`.
 WRAPPER_TIME = "wrapper.time"
