@@ -125,6 +125,17 @@ def mel_json(row: Row, pod: str) -> str:
     )
 
 
+def mel_scopes(row: Row, pod: str) -> str:
+    """`IncludeScopes = true`, the lease fields in a `BeginScope` dictionary the job opens, a string scope
+    (ASP.NET Core's kind) outside it; the line's own State holds only its message."""
+    obj = json.loads(mel_json({k: v for k, v in row.items() if k in ("ts", "level", "message")}, pod))
+    fields = _fields(row, pod)
+    scope = {"Message": "System.Collections.Generic.Dictionary`2[System.String,System.Object]", **fields}
+    obj["State"] = {"Message": _message(row), "{OriginalFormat}": _message(row)}
+    obj["Scopes"] = ["RequestPath:/jobs", scope] if len(fields) > 1 else ["RequestPath:/jobs"]
+    return _dumps(obj)
+
+
 def tracing(row: Row, pod: str) -> str:
     return _dumps(
         {
@@ -145,6 +156,7 @@ WRITERS: dict[str, Render] = {
     "slog-text": slog_text,
     "serilog-compact": serilog,
     "mel-json": mel_json,
+    "mel-json-scopes": mel_scopes,
     "tracing-json": tracing,
 }
 

@@ -78,6 +78,8 @@ def test_shapes_are_the_sources(tmp_path: Path) -> None:
     assert serilog["@t"] == "2026-11-02T10:00:00.0000000+00:00" and "@l" not in serilog
     mel = json.loads(other.mel_json(row, "pod-a"))
     assert mel["State"]["jobId"] == "report-42" and "jobId" not in mel
+    scoped = json.loads(other.mel_scopes(row, "pod-a"))
+    assert scoped["Scopes"][1]["jobId"] == "report-42" and "jobId" not in scoped["State"]
     tracing = json.loads(other.tracing(row, "pod-a"))
     assert tracing["fields"]["jobId"] == "report-42" and "jobId" not in tracing
 
