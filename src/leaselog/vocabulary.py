@@ -106,6 +106,13 @@ FIELD_ALIASES: dict[str, list[str]] = {
         # Python logging's `%(asctime)s` (python-json-logger's default key): `2026-12-03 11:10:54,365`,
         # local time without a zone (read in --timezone)
         "asctime",
+        # Serilog's compact JSON (serilog/serilog-formatting-compact CompactJsonFormatter.cs, v1-3:
+        # `@t`, DateTimeOffset's round-trip "O", `2026-11-02T10:00:00.0000000+00:00`) and
+        # Microsoft.Extensions.Logging's JSON console formatter (dotnet/runtime
+        # Microsoft.Extensions.Logging.Console/src/JsonConsoleFormatter.cs, .NET 6-9: `Timestamp`, written
+        # only when `TimestampFormat` is set, in that format)
+        "@t",
+        "Timestamp",
         "wrapper.time",
     ],
     "pod": [
@@ -197,7 +204,10 @@ FIELD_ALIASES: dict[str, list[str]] = {
     # while the entry was still its delivery's
     "entry_kept": ["entryKept", "entry_kept"],
     "attempt": ["attempt", "retryAttempt", "retry_attempt", "retry.attempt"],
-    "message": ["message", "msg", "short_message", "body"],
+    # zap and log/slog write `msg`, zerolog `message`; Serilog's compact JSON `@m` (rendered, by
+    # RenderedCompactJsonFormatter) or `@mt` (the template, by CompactJsonFormatter); .NET's JSON console
+    # formatter `Message` (sources as for `ts`)
+    "message": ["message", "msg", "short_message", "body", "@m", "@mt", "Message"],
 }
 
 

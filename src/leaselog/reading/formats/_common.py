@@ -20,8 +20,15 @@ Record = dict[str, Any]
 MAX_FLATTEN_DEPTH = 32
 
 # Sub-objects some encoders put MDC / key-value pairs under (logstash-logback-encoder `includeMdcKeyName`
-# setups, Beats `fields`, ECS `labels`): their keys are also offered un-prefixed, without overriding.
-MDC_CONTAINERS = ("mdc", "MDC", "labels", "fields", "context", "kv")
+# setups, Beats `fields`, ECS `labels`, tracing-subscriber's JSON `fields` (tokio-rs/tracing
+# tracing-subscriber/src/fmt/format/json.rs, v0.3), Microsoft.Extensions.Logging's JSON console formatter's
+# `State` (dotnet/runtime src/libraries/Microsoft.Extensions.Logging.Console/src/JsonConsoleFormatter.cs,
+# .NET 6-9: the message template's properties)): their keys are also offered un-prefixed, without
+# overriding.
+MDC_CONTAINERS = ("mdc", "MDC", "labels", "fields", "context", "kv", "State")
+# The same formatter with `IncludeScopes`: `Scopes`, a list of what `BeginScope` opened, each a string or an
+# object of `Message` and the scope's properties (JsonConsoleFormatter.WriteScopeInformation).
+SCOPES = "Scopes"
 
 # Keys a wrapper (not the application) wrote; `ts` aliases fall back to `wrapper.time`.
 WRAPPER_TIME = "wrapper.time"
@@ -58,7 +65,8 @@ def flatten_object(obj: dict[str, Any]) -> Record:
         if isinstance(v, dict):
             nested = True
             break
-    if not nested:
+    scopes = obj.get(SCOPES)
+    if not nested and not isinstance(scopes, list):
         return obj
     rec = flatten(obj)
     for c in MDC_CONTAINERS:
@@ -66,6 +74,12 @@ def flatten_object(obj: dict[str, Any]) -> Record:
         if isinstance(sub, dict):
             for k, v in flatten(sub).items():
                 rec.setdefault(k, v)
+    if isinstance(scopes, list):
+        for scope in scopes:  # outermost first: an inner scope never overrides
+            if isinstance(scope, dict):
+                for k, v in flatten(scope).items():
+                    if k != "Message":  # the scope's own rendering, not the line's message
+                        rec.setdefault(k, v)
     return rec
 
 
