@@ -8,6 +8,7 @@ durationMs, the executions' runtimes and intervals, the leases, the messages), a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -172,6 +173,12 @@ def _otlp_value(v: Any) -> dict[str, Any]:
     return {"stringValue": str(v)}
 
 
+def _stable(text: str) -> int:
+    """A hash of `text` that is the same in every process (`hash` is salted per process: an example
+    could not be replayed)."""
+    return int(hashlib.blake2b(text.encode(), digest_size=8).hexdigest(), 16)
+
+
 def otlp(recs: list[dict[str, Any]]) -> str:
     """Records in OTLP-JSON export lines, several records to a line (as exporters batch them)."""
     lines = []
@@ -184,7 +191,7 @@ def otlp(recs: list[dict[str, Any]]) -> str:
             ts = d.pop("ts", None)
             if ts is not None:
                 lr["timeUnixNano"] = (
-                    str(int(1_793_613_600_000_000_000 + hash(str(ts)) % 10**12))
+                    str(int(1_793_613_600_000_000_000 + _stable(str(ts)) % 10**12))
                     if isinstance(ts, str)
                     else ts
                 )
