@@ -146,6 +146,13 @@ class QuartzCluster:
         )
         with zipfile.ZipFile(JARS[0]) as jar:
             tables = jar.read("org/quartz/impl/jdbcjobstore/tables_postgres.sql").decode()
+        # the row locks' rows made up front: StdRowLockSemaphore inserts a missing one on first use, and two
+        # instances starting at once race on that insert (the loser's first check-in fails with "current
+        # transaction is aborted", it is never seen as a cluster member, and its job is never recovered)
+        tables += (
+            "\nINSERT INTO qrtz_locks (sched_name, lock_name) VALUES"
+            " ('ReportScheduler', 'TRIGGER_ACCESS'), ('ReportScheduler', 'STATE_ACCESS');\n"
+        )
         subprocess.run(
             [str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-q"],
             input=tables.encode(),
