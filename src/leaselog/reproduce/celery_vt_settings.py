@@ -6,29 +6,31 @@ from __future__ import annotations
 
 from typing import Any
 
+from leaselog.reproduce.prl_settings import (
+    ENV_BROKER,
+    ENV_POD,
+    ENV_PREFIX,
+    ENV_TRUTH,
+    ENV_VISIBILITY,
+    celery_base,
+)
+
 TASK_NAME = "reports.export"
 QUEUE = "exports"
 VISIBILITY_TIMEOUT_S = 2
-ENV_BROKER = "LEASELOG_LAB_BROKER"
-ENV_TRUTH = "LEASELOG_LAB_TRUTH"
-ENV_PREFIX = "LEASELOG_LAB_PREFIX"
-ENV_POD = "LEASELOG_LAB_POD"
-ENV_VISIBILITY = "LEASELOG_LAB_VISIBILITY_S"
+__all__ = [
+    "ENV_BROKER",
+    "ENV_POD",
+    "ENV_PREFIX",
+    "ENV_TRUTH",
+    "ENV_VISIBILITY",
+    "QUEUE",
+    "TASK_NAME",
+    "VISIBILITY_TIMEOUT_S",
+    "celery_settings",
+]
 
 
 def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
     """The settings of the lab's workers and of its producer."""
-    return {
-        "broker_url": broker,
-        "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {
-            "visibility_timeout": visibility_s,
-            "unacked_restore_interval": 1,
-            "unacked_restore_throttle": 1,
-        },
-        "task_acks_late": True,
-        "task_ignore_result": True,
-        "task_default_queue": QUEUE,
-        "worker_prefetch_multiplier": 1,
-        "worker_enable_remote_control": False,
-    }
+    return celery_base(broker, QUEUE, visibility_s)

@@ -18,8 +18,9 @@ ENV_PREFIX = "LEASELOG_LAB_PREFIX"
 ENV_VISIBILITY = "LEASELOG_LAB_VISIBILITY_S"
 
 
-def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
-    """The settings of the lab's workers and of the lab's producer."""
+def celery_base(broker: str, queue: str, visibility_s: int) -> dict[str, Any]:
+    """What every lab's Celery workers and producer share: late acks, one message prefetched, the
+    Redis broker's visibility timeout, and unacked messages swept every second."""
     return {
         "broker_url": broker,
         "broker_connection_retry_on_startup": True,
@@ -30,11 +31,18 @@ def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> di
             "unacked_restore_throttle": 1,
         },
         "task_acks_late": True,
-        "task_reject_on_worker_lost": True,
         "task_ignore_result": True,
-        "task_default_queue": QUEUE,
+        "task_default_queue": queue,
         "worker_prefetch_multiplier": 1,
         "worker_enable_remote_control": False,
+    }
+
+
+def celery_settings(broker: str, visibility_s: int = VISIBILITY_TIMEOUT_S) -> dict[str, Any]:
+    """The settings of the lab's workers and of the lab's producer."""
+    return {
+        **celery_base(broker, QUEUE, visibility_s),
+        "task_reject_on_worker_lost": True,
         "worker_cancel_long_running_tasks_on_connection_loss": False,
     }
 
